@@ -1,0 +1,177 @@
+"""How fast is each kernel, next to cuBLAS timed in the same process?
+
+CUDA events around each launch, a few warm-up launches first, then the median
+of repeated launches; GFLOP/s = 2*M*N*K / time. cuBLAS is CuPy's matmul with
+TF32 off (strict FP32, see gpu.py). Results carry the GPU, date and versions,
+and merge into book/data/bench_<gpu>.csv, from which the book draws its plots.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime
+import statistics
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+
+import numpy as np
+
+from . import gpu
+from .kernel import KernelSpec
+from .registry import KERNEL_DIR
+
+DATA_DIR = KERNEL_DIR.parent / "book" / "data"
+DEFAULT_SIZES = ("1024", "2048", "4096", "1001x777x513", "4095x4097x4093")
+MIN_REPEATS, MAX_REPEATS, TARGET_SECONDS = 5, 100, 0.5
+
+
+@dataclass(frozen=True)
+class Row:
+    kernel: str
+    M: int
+    N: int
+    K: int
+    gflops: float
+    cublas_gflops: float
+    pct_cublas: float
+    pct_peak: float
+    gpu: str
+    date: str
+    cuda: str
+    cupy: str
+
+
+def parse_size(text: str) -> tuple[int, int, int]:
+    """'4096' -> (4096, 4096, 4096); '4095x4097x4093' -> (4095, 4097, 4093)."""
+    parts = text.lower().replace("×", "x").split("x")
+    try:
+        values = [int(p) for p in parts]
+    except ValueError:
+        values = []
+    if len(values) == 1:
+        values *= 3
+    if len(values) != 3 or min(values) < 1:
+        raise ValueError(f"a size is N or MxNxK with positive integers, not {text!r}")
+    return tuple(values)
+
+
+def median_ms(run, warmup: int = 3) -> float:
+    """Median time of run() in milliseconds, from CUDA events."""
+    import cupy
+
+    for _ in range(warmup):
+        run()
+    start, stop = cupy.cuda.Event(), cupy.cuda.Event()
+    times = []
+    while len(times) < MAX_REPEATS:
+        start.record()
+        run()
+        stop.record()
+        stop.synchronize()
+        times.append(cupy.cuda.get_elapsed_time(start, stop))
+        if len(times) >= MIN_REPEATS and sum(times) / 1e3 > TARGET_SECONDS:
+            break
+    return statistics.median(times)
+
+
+def bench(specs: dict[str, KernelSpec], sizes=DEFAULT_SIZES, progress=True) -> list[Row]:
+    """Time every kernel and cuBLAS on every size. Raises gpu.NoGPU without a GPU."""
+    gpu.require("bench")
+    import cupy
+    from tqdm import tqdm
+
+    from .sandbox import launcher
+
+    info = gpu.device_info()
+    today = datetime.date.today().isoformat()
+    launches = {name: launcher(spec) for name, spec in specs.items()}
+    rows = []
+    jobs = [(parse_size(s), name) for s in sizes for name in [None, *specs]]
+    bar = tqdm(jobs, disable=not progress, unit="run", leave=False)
+    for (M, N, K), name in bar:
+        bar.set_description(f"{name or 'cuBLAS'} {M}x{N}x{K}")
+        if name is None:  # new size: fresh inputs, then cuBLAS first
+            rng = cupy.random.default_rng()
+            A = rng.standard_normal((M, K), dtype=cupy.float32)
+            B = rng.standard_normal((K, N), dtype=cupy.float32)
+            C = cupy.zeros((M, N), dtype=cupy.float32)
+            cublas = 2 * M * N * K / median_ms(lambda: cupy.matmul(A, B, out=C)) / 1e6
+            continue
+        ms = median_ms(lambda: launches[name](M, N, K, 1.0, A, B, 0.0, C))
+        gflops = 2 * M * N * K / ms / 1e6
+        rows.append(Row(name, M, N, K, round(gflops, 1), round(cublas, 1),
+                        round(100 * gflops / cublas, 1),
+                        round(100 * gflops / info.fp32_peak_gflops, 1),
+                        info.name, today, info.cuda, info.cupy))
+    return rows
+
+
+def table(rows: list[Row]) -> str:
+    """GFLOP/s (% of cuBLAS) with kernels down and sizes across."""
+    if not rows:
+        return "no results"
+    sizes = sorted({(r.M, r.N, r.K) for r in rows}, key=lambda s: s[0] * s[1] * s[2])
+    kernels = list(dict.fromkeys(r.kernel for r in rows))
+    cell = {(r.kernel, (r.M, r.N, r.K)): r for r in rows}
+    labels = [f"{m}x{n}x{k}" for m, n, k in sizes]
+    width = max(18, *(len(label) + 2 for label in labels))
+    head = f"{'GFLOP/s (% cuBLAS)':<20}" + "".join(f"{label:>{width}}" for label in labels)
+    lines = [f"{rows[0].gpu}, CUDA {rows[0].cuda}, CuPy {rows[0].cupy}, {rows[0].date}", head]
+    for k in kernels:
+        cells = [cell.get((k, s)) for s in sizes]
+        lines.append(f"{k:<20}" + "".join(
+            f"{f'{c.gflops:.0f} ({c.pct_cublas:.1f}%)' if c else '-':>{width}}" for c in cells))
+    cublas = [next(r.cublas_gflops for r in rows if (r.M, r.N, r.K) == s) for s in sizes]
+    lines.append(f"{'cuBLAS':<20}" + "".join(f"{c:>{width}.0f}" for c in cublas))
+    return "\n".join(lines)
+
+
+def default_csv_path(rows: list[Row]) -> Path:
+    return DATA_DIR / f"bench_{gpu.slug(rows[0].gpu)}.csv"
+
+
+def write_csv(rows: list[Row], path: Path) -> Path:
+    """Merge rows into path: a new measurement replaces the old one of the same kernel and shape."""
+    path = Path(path)
+    names = [f.name for f in fields(Row)]
+    kept = {}
+    if path.exists():
+        with path.open(newline="") as f:
+            for old in csv.DictReader(f):
+                kept[(old["kernel"], old["M"], old["N"], old["K"])] = old
+    for r in rows:
+        kept[(r.kernel, str(r.M), str(r.N), str(r.K))] = asdict(r)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=names)
+        writer.writeheader()
+        writer.writerows(sorted(kept.values(), key=lambda d: (
+            d["kernel"], int(d["M"]) * int(d["N"]) * int(d["K"]))))
+    return path
+
+
+def plot(rows: list[Row], path: Path) -> Path:
+    """GFLOP/s against problem size, one line per kernel and one for cuBLAS."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    sizes = sorted({(r.M, r.N, r.K) for r in rows}, key=lambda s: s[0] * s[1] * s[2])
+    x = np.arange(len(sizes))
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    for k in dict.fromkeys(r.kernel for r in rows):
+        by_size = {(r.M, r.N, r.K): r.gflops for r in rows if r.kernel == k}
+        ax.plot(x, [by_size.get(s, np.nan) for s in sizes], marker="o", label=k)
+    cublas = {(r.M, r.N, r.K): r.cublas_gflops for r in rows}
+    ax.plot(x, [cublas[s] for s in sizes], marker="s", color="black", linestyle="--",
+            label="cuBLAS (FP32)")
+    ax.set_xticks(x, [f"{m}x{n}x{k}" for m, n, k in sizes], rotation=20)
+    ax.set_yscale("log")
+    ax.set_ylabel("GFLOP/s")
+    ax.set_title(f"SGEMM on {rows[0].gpu} ({rows[0].date}, CUDA {rows[0].cuda})")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return Path(path)

@@ -1,0 +1,262 @@
+"""Is a kernel correct? Run it on a suite of awkward shapes and say where it is wrong.
+
+Each case draws fresh random A, B and C, surrounds them with bands that
+catch mistakes (NaN around A and B, so a read outside them poisons the result;
+a known value around C, so a write outside it shows), runs the kernel, and
+compares C with a float64 reference. The tolerance grows with K, as the
+rounding error of a float32 dot product does. A failure is described in
+words: where the wrong elements are, what they were, what to check.
+
+The case logic is written against an array module `xp` (CuPy on a GPU, NumPy
+for tests and for the CPU backend) and a `launch` function that runs the
+kernel; `check` runs it all in a child process so that a kernel that crashes
+or hangs cannot take the caller down.
+"""
+
+from __future__ import annotations
+
+import math
+import multiprocessing
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from .diagnose import describe_mismatch
+
+ALPHA = 1.5
+BETA = -0.75
+# Written into C before a beta = 0 launch. Finite, because a kernel may compute
+# beta * C (0 * finite = 0); distinctive, so "never written" can be told apart.
+SENTINEL = np.float32(-1.2345678e30)
+# The value in the bands around C: any change there is a write outside C.
+GUARD = np.float32(7.654321e29)
+U = 2.0 ** -24  # float32 unit roundoff
+
+
+@dataclass(frozen=True)
+class Shape:
+    M: int
+    N: int
+    K: int
+    why: str = ""
+
+    @property
+    def flops(self) -> int:
+        return 2 * self.M * self.N * self.K
+
+    def __str__(self) -> str:
+        return f"{self.M}x{self.N}x{self.K}"
+
+
+SMALL = (
+    Shape(1, 1, 1, "a single element"),
+    Shape(1, 300, 70, "one row"),
+    Shape(257, 1, 33, "one column"),
+    Shape(17, 19, 3, "K smaller than any tile"),
+    Shape(31, 33, 17, "just under and over one warp"),
+    Shape(67, 131, 68, "K a multiple of 4, N not"),
+    Shape(130, 516, 129, "N a multiple of 4, K not"),
+    Shape(127, 129, 65, "one past and one short of the tiles"),
+    Shape(200, 300, 60, "multiples of 4 but not of the tiles"),
+    Shape(256, 512, 128, "whole tiles"),
+)
+MEDIUM = (Shape(1001, 777, 513, "odd, several tiles in every direction"),)
+LARGE = (Shape(4095, 4097, 4093, "large and odd"),)
+SUITE = SMALL + MEDIUM + LARGE
+# Skip LARGE when the kernel would need longer than this for it.
+LARGE_BUDGET_S = 8.0
+
+
+@dataclass(frozen=True)
+class CaseResult:
+    shape: Shape
+    beta: float
+    ok: bool
+    message: str = ""
+    max_error: float = 0.0  # largest |C - ref| / tolerance; <= 1 passes
+    seconds: float = 0.0  # the kernel's own run time
+
+    @property
+    def label(self) -> str:
+        return f"{self.shape}, beta={self.beta:g}"
+
+
+@dataclass
+class Report:
+    kernel: str
+    device: str
+    seed: int
+    cases: list[CaseResult] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    error: str = ""  # a crash, a hang or a launch failure that ended the run
+
+    @property
+    def ok(self) -> bool:
+        return not self.error and bool(self.cases) and all(c.ok for c in self.cases)
+
+    @property
+    def failures(self) -> list[CaseResult]:
+        return [c for c in self.cases if not c.ok]
+
+    def __str__(self) -> str:
+        lines = [f"check {self.kernel} on {self.device} (seed {self.seed})"]
+        for c in self.cases:
+            mark = "ok  " if c.ok else "FAIL"
+            detail = f"error {c.max_error:.2g} of tolerance" if c.ok else c.message
+            lines.append(f"  {mark} {c.label:<26} {detail}")
+        lines += [f"  note: {n}" for n in self.notes]
+        if self.error:
+            lines.append(f"  FAIL {self.error}")
+        passed = sum(c.ok for c in self.cases)
+        verdict = "PASSED" if self.ok else "FAILED"
+        lines.append(f"{verdict}: {passed} of {len(self.cases)} cases correct"
+                     + ("" if not self.error else ", then the run stopped"))
+        return "\n".join(lines)
+
+
+# A launch runs the kernel once: launch(M, N, K, alpha, A, B, beta, C), where
+# A, B and C are contiguous float32 arrays of xp, views into padded buffers.
+Launch = Callable[[int, int, int, float, object, object, float, object], None]
+
+
+def _padded(xp, values, pad_value, pad: int):
+    """values (flattened) inside a buffer with `pad` elements of pad_value each side."""
+    buf = xp.full(values.size + 2 * pad, pad_value, dtype=xp.float32)
+    buf[pad:pad + values.size] = values.ravel()
+    return buf
+
+
+def _pad_for(shape: Shape) -> int:
+    # Wide enough to hold the spill-over of a missing bound check on a tile of
+    # up to 256 rows; a multiple of 4 keeps the views 16-byte aligned.
+    return (256 * max(shape.N, shape.K) + 1024) // 4 * 4
+
+
+def run_case(xp, launch: Launch, shape: Shape, beta: float, rng: np.random.Generator,
+             sync: Callable[[], None] = lambda: None) -> CaseResult:
+    """Run one shape once and judge the result."""
+    M, N, K = shape.M, shape.N, shape.K
+    A = xp.asarray(rng.standard_normal((M, K), dtype=np.float32))
+    B = xp.asarray(rng.standard_normal((K, N), dtype=np.float32))
+    C0 = (xp.asarray(rng.standard_normal((M, N), dtype=np.float32)) if beta
+          else xp.full((M, N), SENTINEL, dtype=xp.float32))
+    pad = _pad_for(shape)
+    a_buf = _padded(xp, A, np.nan, pad)
+    b_buf = _padded(xp, B, np.nan, pad)
+
+    def run_once():
+        c_buf = _padded(xp, C0, GUARD, pad)
+        sync()
+        start = time.perf_counter()
+        launch(M, N, K, ALPHA, a_buf[pad:pad + M * K], b_buf[pad:pad + K * N], beta,
+               c_buf[pad:pad + M * N])
+        sync()
+        return c_buf, time.perf_counter() - start
+
+    c_buf, seconds = run_once()
+    got = c_buf[pad:pad + M * N].reshape(M, N)
+    A64, B64 = A.astype(xp.float64), B.astype(xp.float64)
+    product = A64 @ B64
+    c0_term = beta * C0.astype(xp.float64) if beta else 0.0
+    expected = ALPHA * product + c0_term
+    # Rounding error of a float32 dot product of length K, relative to the sum
+    # of the magnitudes of its terms: a few units for the epilogue, plus a
+    # term that grows like sqrt(K) (random-sign rounding errors). A kernel
+    # that drops a single term of K (an off-by-one) misses by far more.
+    scale = abs(ALPHA) * (xp.abs(A64) @ xp.abs(B64))
+    if beta:
+        scale += abs(beta) * xp.abs(C0.astype(xp.float64))
+    tolerance = (8 + 2 * math.sqrt(K)) * U * scale + 1e-30
+    error = xp.abs(got.astype(xp.float64) - expected) / tolerance
+    bad = ~(error <= 1)  # NaN counts as bad
+    max_error = float(xp.nan_to_num(error, nan=np.inf).max())
+    guard_changed = (c_buf[:pad] != GUARD).sum(), (c_buf[pad + M * N:] != GUARD).sum()
+    before, after = int(guard_changed[0]), int(guard_changed[1])
+    if not bad.any() and not before and not after:
+        return CaseResult(shape, beta, True, max_error=max_error, seconds=seconds)
+
+    message = _explain(xp, got, expected, bad, C0, beta, product, tolerance, before, after)
+    if bad.any():
+        again, _ = run_once()
+        if bool((again[pad:pad + M * N].reshape(M, N) != got).any()):
+            message = ("the result changes between two runs on the same input: threads race "
+                       "(most often a missing __syncthreads()); " + message)
+    return CaseResult(shape, beta, False, message, max_error, seconds)
+
+
+def _explain(xp, got, expected, bad, C0, beta, product, tolerance, before, after) -> str:
+    parts = []
+    if before or after:
+        where = []
+        if after:
+            where.append(f"{after} float{'s' * (after != 1)} past the end of C")
+        if before:
+            where.append(f"{before} float{'s' * (before != 1)} before its start")
+        parts.append(f"wrote {' and '.join(where)}: a thread outside C stored anyway "
+                     "(check the bounds on M and N before every store)")
+    if bool(bad.any()):
+        unwritten = got == C0
+        host_bad, host_unwritten = _host(xp, bad), _host(xp, unwritten & bad)
+        sentence = describe_mismatch(host_bad, host_unwritten)
+        hint = _whole_formula_hint(xp, got, product, C0, beta, tolerance)
+        if hint:
+            sentence = hint
+        elif bool(xp.isnan(got).any()):
+            sentence += ("; some are NaN: the kernel read outside A or B, which the checker "
+                         "surrounds with NaN (check the bounds on M, N and K in the loads)")
+        parts.append(sentence + _first_bad_element(xp, got, expected, bad, host_unwritten))
+    return "; ".join(parts)
+
+
+def _whole_formula_hint(xp, got, product, C0, beta, tolerance) -> str:
+    """Recognise a result that is right except for alpha or beta."""
+    def matches(candidate):
+        return bool((xp.abs(got.astype(xp.float64) - candidate) <= tolerance).all())
+    c0 = C0.astype(xp.float64)
+    if beta and matches(ALPHA * product):
+        return "C = alpha*A*B, without + beta*C: the kernel ignores beta (or the old C)"
+    if matches(product + (beta * c0 if beta else 0.0)):
+        return "C = A*B + beta*C, without alpha: the kernel ignores alpha"
+    return ""
+
+
+def _first_bad_element(xp, got, expected, bad, host_unwritten) -> str:
+    i, j = (int(v) for v in np.argwhere(_host(xp, bad))[0])
+    if host_unwritten[i, j]:
+        return f" (first: ({i}, {j}), never written)"
+    return f" (first: ({i}, {j}) is {float(got[i, j]):.6g}, should be {float(expected[i, j]):.6g})"
+
+
+def _host(xp, array) -> np.ndarray:
+    return array.get() if hasattr(array, "get") else np.asarray(array)
+
+
+def iter_suite(xp, launch: Launch, shapes=SUITE, seed: int | None = None,
+               sync: Callable[[], None] = lambda: None):
+    """Run every shape with beta = 0 and beta != 0 (the large one with beta != 0 only).
+
+    Yields ("start", label) before each case, ("result", CaseResult) after it,
+    and ("note", text) for a case it skips, so that a caller watching from
+    another process knows which case was running if the kernel hangs.
+    """
+    rng = np.random.default_rng(seed)
+    seconds_per_flop = None
+    for shape in shapes:
+        if shape in LARGE and seconds_per_flop is not None:
+            estimate = seconds_per_flop * shape.flops
+            if estimate > LARGE_BUDGET_S:
+                yield "note", (f"skipped {shape}: at this kernel's speed it would take about "
+                               f"{estimate:.0f} s")
+                continue
+        for beta in ((BETA,) if shape in LARGE else (0.0, BETA)):
+            yield "start", f"{shape}, beta={beta:g}"
+            result = run_case(xp, launch, shape, beta, rng, sync)
+            if shape in MEDIUM:
+                seconds_per_flop = result.seconds / shape.flops
+            yield "result", result
+
+
+def fresh_seed() -> int:
+    return int(np.random.SeedSequence().entropy % 2**32)

@@ -1,0 +1,178 @@
+"""Compiling kernels with NVRTC: readable compile errors and a resource report.
+
+Two routes lead to NVRTC. `compile_for_arch` uses its official Python bindings
+(cuda-bindings) and needs neither a GPU nor a driver, so it works on a laptop
+and in CI, for any architecture. `load` goes through CuPy's RawModule, which
+compiles for the GPU at hand and hands back a launchable function. Both report
+errors the same way: the compiler's own message, against the learner's file
+name and line numbers (nothing is ever prepended to their source).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+
+# T4 (sm_75) limits, the smallest GPU the course targets; newer GPUs allow more.
+REGISTERS_PER_SM = 65536
+MAX_REGISTERS_PER_THREAD = 255
+MAX_THREADS_PER_BLOCK = 1024
+MAX_STATIC_SHARED_BYTES = 48 * 1024
+
+DEFAULT_OPTIONS = ("-std=c++17",)
+
+
+class CompileError(Exception):
+    """The kernel did not compile; str() is the compiler's message."""
+
+    def __init__(self, filename: str, log: str, compiler: str):
+        self.filename = filename
+        self.log = _relabel(log, filename).strip()
+        self.compiler = compiler
+        super().__init__(f"{filename} did not compile ({compiler}):\n{self.log}")
+
+
+class NvrtcUnavailable(RuntimeError):
+    """NVRTC's Python bindings are not installed."""
+
+
+def _relabel(log: str, filename: str) -> str:
+    # CuPy names the program after a temporary file; show the learner's name.
+    return re.sub(r"^\S*?\.cu(?=\(\d+\))", filename, log, flags=re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class Resources:
+    """What ptxas reports for one kernel on one architecture."""
+
+    kernel: str
+    arch: str
+    registers: int
+    shared_bytes: int
+    stack_bytes: int
+    spill_store_bytes: int
+    spill_load_bytes: int
+
+    def problems(self, threads: int) -> list[str]:
+        """What would make this kernel slow or unlaunchable with `threads` per block."""
+        found = []
+        spilled = self.spill_store_bytes + self.spill_load_bytes
+        if spilled:
+            found.append(f"spills registers to local memory ({self.spill_store_bytes} bytes "
+                         f"stored, {self.spill_load_bytes} loaded per thread)")
+        if self.stack_bytes:
+            found.append(f"uses a {self.stack_bytes}-byte stack frame (an array indexed at run "
+                         "time lives in slow local memory)")
+        if threads > MAX_THREADS_PER_BLOCK:
+            found.append(f"{threads} threads per block; at most {MAX_THREADS_PER_BLOCK}")
+        if self.registers * threads > REGISTERS_PER_SM:
+            found.append(f"{self.registers} registers x {threads} threads = "
+                         f"{self.registers * threads} per block; an SM has {REGISTERS_PER_SM}")
+        if self.shared_bytes > MAX_STATIC_SHARED_BYTES:
+            found.append(f"{self.shared_bytes} bytes of static shared memory; at most "
+                         f"{MAX_STATIC_SHARED_BYTES}")
+        return found
+
+    def __str__(self) -> str:
+        return (f"{self.kernel} on {self.arch}: {self.registers} registers, "
+                f"{self.shared_bytes} bytes shared memory, {self.stack_bytes} bytes stack, "
+                f"{self.spill_store_bytes + self.spill_load_bytes} bytes spilled")
+
+
+@dataclass(frozen=True)
+class Compiled:
+    arch: str
+    ptx: str
+    resources: dict[str, Resources]  # by name expression
+    log: str
+
+
+def _nvrtc():
+    try:
+        from cuda.bindings import nvrtc
+    except ImportError as e:
+        raise NvrtcUnavailable(
+            "compiling without a GPU needs NVRTC's Python bindings: "
+            "pip install cuda-bindings nvidia-cuda-nvrtc") from e
+    return nvrtc
+
+
+def nvrtc_version() -> str:
+    nvrtc = _nvrtc()
+    _, major, minor = nvrtc.nvrtcVersion()
+    return f"{major}.{minor}"
+
+
+def compile_for_arch(source: str, name_expressions: list[str], arch: str = "sm_90",
+                     filename: str = "kernel.cu",
+                     options: tuple[str, ...] = DEFAULT_OPTIONS) -> Compiled:
+    """Compile with NVRTC for `arch` (no GPU needed) and report each kernel's resources."""
+    nvrtc = _nvrtc()
+    compiler = f"NVRTC {nvrtc_version()}, {arch}"
+
+    def check(result, what):
+        err = result[0]
+        if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+            raise RuntimeError(f"NVRTC {what} failed: {nvrtc.nvrtcGetErrorString(err)[1].decode()}")
+        return result[1:]
+
+    (prog,) = check(nvrtc.nvrtcCreateProgram(source.encode(), filename.encode(), 0, [], []),
+                    "program creation")
+    try:
+        for expr in name_expressions:
+            check(nvrtc.nvrtcAddNameExpression(prog, expr.encode()), "name expression")
+        opts = [*options, f"--gpu-architecture={arch}", "--ptxas-options=-v"]
+        (err,) = nvrtc.nvrtcCompileProgram(prog, len(opts), [o.encode() for o in opts])
+        (size,) = check(nvrtc.nvrtcGetProgramLogSize(prog), "log size")
+        log = b" " * size
+        check(nvrtc.nvrtcGetProgramLog(prog, log), "log")
+        log = log.rstrip(b"\x00 ").decode(errors="replace")
+        if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+            raise CompileError(filename, log, compiler)
+        lowered = {}
+        for expr in name_expressions:
+            (name,) = check(nvrtc.nvrtcGetLoweredName(prog, expr.encode()), "lowered name")
+            lowered[name.decode()] = expr
+        (size,) = check(nvrtc.nvrtcGetPTXSize(prog), "PTX size")
+        ptx = b" " * size
+        check(nvrtc.nvrtcGetPTX(prog, ptx), "PTX")
+    finally:
+        nvrtc.nvrtcDestroyProgram(prog)
+    resources = {lowered[k]: replace(r, kernel=lowered[k])
+                 for k, r in _parse_ptxas(log, arch).items() if k in lowered}
+    return Compiled(arch=arch, ptx=ptx.rstrip(b"\x00 ").decode(), resources=resources, log=log)
+
+
+_ENTRY = re.compile(r"Compiling entry function '(\S+)'")
+_FRAME = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
+_USED = re.compile(r"Used (\d+) registers(?:.*?(\d+) bytes smem)?")
+
+
+def _parse_ptxas(log: str, arch: str) -> dict[str, Resources]:
+    """ptxas -v prints, per kernel: the entry line, its frame, then registers and smem."""
+    found, name, frame = {}, None, (0, 0, 0)
+    for line in log.splitlines():
+        if m := _ENTRY.search(line):
+            name, frame = m.group(1), (0, 0, 0)
+        elif (m := _FRAME.search(line)) and name:
+            frame = tuple(int(g) for g in m.groups())
+        elif (m := _USED.search(line)) and name:
+            found[name] = Resources(kernel=name, arch=arch, registers=int(m.group(1)),
+                                    shared_bytes=int(m.group(2) or 0), stack_bytes=frame[0],
+                                    spill_store_bytes=frame[1], spill_load_bytes=frame[2])
+            name = None
+    return found
+
+
+def load(source: str, name_expression: str, filename: str = "kernel.cu",
+         options: tuple[str, ...] = DEFAULT_OPTIONS):
+    """Compile for the current GPU through CuPy and return the launchable function."""
+    import cupy
+
+    module = cupy.RawModule(code=source, options=options, name_expressions=[name_expression])
+    try:
+        return module.get_function(name_expression)
+    except cupy.cuda.compiler.CompileException as e:
+        from cupy.cuda import nvrtc
+        major, minor = nvrtc.getVersion()
+        raise CompileError(filename, e.get_message(), f"NVRTC {major}.{minor} via CuPy") from None

@@ -1,0 +1,79 @@
+"""Is there a GPU, and which one: the one place that asks CuPy."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+# cuBLAS is the baseline for strict FP32; CuPy would use TF32 tensor cores if
+# this were set to 1, and the comparison would be meaningless.
+os.environ["CUPY_TF32"] = "0"
+
+
+class NoGPU(RuntimeError):
+    """Raised by commands that need a GPU on a machine that has none."""
+
+
+def unavailable_reason() -> str | None:
+    """None when a CUDA GPU can be used through CuPy, else why not, in a few words."""
+    try:
+        import cupy
+    except ImportError:
+        return "CuPy is not installed (pip install cupy-cuda12x, or cupy-cuda13x for CUDA 13)"
+    try:
+        count = cupy.cuda.runtime.getDeviceCount()
+    except Exception as e:  # no driver, no device, or a driver too old for this CuPy
+        return f"no usable CUDA GPU ({type(e).__name__}: {e})"
+    return None if count else "no CUDA GPU found"
+
+
+def require(what: str) -> None:
+    reason = unavailable_reason()
+    if reason:
+        raise NoGPU(f"{what} needs an NVIDIA GPU: {reason}")
+
+
+# FP32 lanes per SM by compute capability (CUDA C Programming Guide, throughput table).
+_FP32_LANES = {(6, 0): 64, (7, 0): 64, (7, 2): 64, (7, 5): 64, (8, 0): 64}
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    name: str
+    compute_capability: tuple[int, int]
+    sms: int
+    clock_mhz: float
+    cuda: str
+    cupy: str
+
+    @property
+    def arch(self) -> str:
+        return "sm_%d%d" % self.compute_capability
+
+    @property
+    def fp32_peak_gflops(self) -> float:
+        lanes = _FP32_LANES.get(self.compute_capability, 128)
+        return self.sms * lanes * 2 * self.clock_mhz / 1e3
+
+
+
+def slug(name: str) -> str:
+    """'NVIDIA H100 80GB HBM3' -> 'h100_80gb_hbm3', for file names."""
+    words = name.lower().replace("nvidia", "").replace("-", " ").split()
+    return "_".join(words) or "gpu"
+
+
+def device_info() -> DeviceInfo:
+    import cupy
+
+    dev = cupy.cuda.Device()
+    props = cupy.cuda.runtime.getDeviceProperties(dev.id)
+    version = cupy.cuda.runtime.runtimeGetVersion()
+    return DeviceInfo(
+        name=props["name"].decode(),
+        compute_capability=(props["major"], props["minor"]),
+        sms=props["multiProcessorCount"],
+        clock_mhz=dev.attributes["ClockRate"] / 1e3,  # reported in kHz: the boost clock
+        cuda=f"{version // 1000}.{version % 1000 // 10}",
+        cupy=cupy.__version__,
+    )
