@@ -1,0 +1,79 @@
+"""The command line: help, compile without a GPU, clear one-line errors, exit codes."""
+
+import subprocess
+import sys
+
+import pytest
+
+from autograder import gpu, registry
+
+NO_GPU = gpu.unavailable_reason() is not None
+
+
+def run(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "autograder", *args], capture_output=True,
+                          text=True, cwd=cwd, timeout=300)
+
+
+@pytest.mark.parametrize("command", [[], ["compile"], ["check"], ["bench"]])
+def test_every_command_has_help(command):
+    result = run(*command, "--help")
+    assert result.returncode == 0
+    assert "usage: python -m autograder" in result.stdout
+
+
+def test_compile_reports_resources_of_a_reference_kernel_without_a_gpu():
+    result = run("compile", str(registry.step("05").path), "--arch", "sm_75")
+    assert result.returncode == 0, result.stderr
+    assert "sgemm_blocktiling_2d<128, 128, 8, 8, 8> on sm_75:" in result.stdout
+    assert "registers" in result.stdout and "warning" not in result.stdout
+
+
+def test_compile_error_exits_2_with_the_learners_line(tmp_path):
+    broken = tmp_path / "mine.cu"
+    broken.write_text('extern "C" __global__ void k(int M) {\n  int x = ;\n}\n')
+    result = run("compile", str(broken))
+    assert result.returncode == 2
+    assert "mine.cu(2): error: expected an expression" in result.stderr
+
+
+def test_compile_warns_about_a_block_too_big_for_the_registers(tmp_path):
+    source = registry.step("05").source()
+    path = tmp_path / "05_mine.cu"
+    path.write_text(source)
+    result = run("compile", str(path), "--kernel", "sgemm_blocktiling_2d<128, 128, 8, 4, 4>",
+                 "--like", "05")
+    assert result.returncode == 0, result.stderr
+    assert "<128, 128, 8, 4, 4> on sm_90" in result.stdout
+
+
+def test_a_template_needs_to_know_its_parameters(tmp_path):
+    path = tmp_path / "mine.cu"
+    path.write_text(registry.step("05").source().replace("sgemm_blocktiling_2d", "sgemm_mine"))
+    result = run("check", str(path))
+    assert result.returncode == 2
+    assert "is a template: give --like STEP" in result.stderr
+
+
+def test_an_unknown_step_is_named(tmp_path):
+    result = run("check", str(registry.step("01").path), "--like", "42")
+    assert result.returncode == 2
+    assert "no step '42'; the steps are 01_naive" in result.stderr
+
+
+@pytest.mark.parametrize("args", [["check"], ["check", "x.cu", "--block", "0x3"],
+                                  ["compile", "missing.cu"], ["frobnicate"]])
+def test_usage_errors_exit_2(args):
+    result = run(*args)
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+
+
+@pytest.mark.skipif(not NO_GPU, reason="this machine has a GPU")
+@pytest.mark.parametrize("args", [["check", str(registry.step("03").path)], ["bench", "01"]])
+def test_commands_that_need_a_gpu_say_so_in_one_line(args):
+    result = run(*args)
+    assert result.returncode == 2
+    assert result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "needs an NVIDIA GPU" in lines[0]

@@ -1,0 +1,56 @@
+"""The registry is the one description of the ladder; it must agree with kernels/."""
+
+import re
+
+import pytest
+
+from autograder import registry
+from autograder.kernel import global_kernels
+from autograder.registry import KERNEL_DIR, Geometry
+
+
+def test_every_kernel_file_is_registered_and_every_step_has_a_file():
+    files = sorted(p.name for p in KERNEL_DIR.glob("*.cu"))
+    assert files == sorted(s.path.name for s in registry.STEPS)
+
+
+@pytest.mark.parametrize("step", registry.STEPS, ids=lambda s: s.name)
+def test_file_defines_the_registered_kernel_with_the_registered_parameters(step):
+    source = step.source()
+    kernels = global_kernels(source)
+    assert list(kernels) == [step.kernel]
+    assert kernels[step.kernel] == bool(step.params)
+    if step.params:
+        declared = re.search(r"template\s*<([^>]*)>\s*__global__", source)[1]
+        names = [p.split()[-1] for p in declared.split(",")]
+        assert names == list(step.params)
+
+
+@pytest.mark.parametrize("step", registry.STEPS, ids=lambda s: s.name)
+def test_grid_covers_every_element_of_c(step):
+    for M, N in [(1, 1), (1001, 777), (4095, 4097)]:
+        g = step.geometry
+        gx, gy = g.grid(M, N)
+        rows, cols = (gy, gx) if g.rows_on == "y" else (gx, gy)
+        assert rows * g.tile[0] >= M > (rows - 1) * g.tile[0]
+        assert cols * g.tile[1] >= N > (cols - 1) * g.tile[1]
+
+
+def test_steps_are_found_by_number_or_name():
+    assert registry.step("5") is registry.step("05") is registry.step("blocktiling_2d")
+    assert registry.step("05_blocktiling_2d").kernel == "sgemm_blocktiling_2d"
+    with pytest.raises(KeyError, match="the steps are 01_naive"):
+        registry.step("99")
+
+
+def test_with_params_changes_the_geometry_and_rejects_unknown_names():
+    tuned = registry.step("05").with_params(BM=64, TM=4)
+    assert tuned.geometry.tile == (64, 128) and tuned.geometry.threads == 256
+    assert tuned.name_expression == "sgemm_blocktiling_2d<64, 128, 8, 4, 8>"
+    with pytest.raises(KeyError, match="no parameter WM"):
+        registry.step("05").with_params(WM=32)
+
+
+def test_geometry_rejects_an_unknown_row_axis():
+    with pytest.raises(ValueError, match="rows_on"):
+        Geometry((32, 32), (32, 32), rows_on="z")
