@@ -13,10 +13,15 @@
 //
 // Why it pays: the 32 threads of a warp now cover a compact WM x WN region,
 // so the values one warp reads from shared memory for one k are few (WM + WN)
-// and are shared by the lanes as broadcasts, without bank conflicts; and each
-// thread computes several small tiles spread WSUBM rows / WSUBN columns apart,
-// which keeps its register tile large (many FMAs per load) while its lanes'
-// addresses stay contiguous.
+// and its lanes read neighbouring float4s; and each thread computes several
+// small tiles spread WSUBM rows / WSUBN columns apart, which keeps its
+// register tile large (many FMAs per load) while its lanes' addresses stay
+// contiguous.
+//
+// With fewer, busier threads, a block can no longer hide the wait for its next
+// slice of A and B behind other blocks' work, so this step also overlaps the
+// two itself: it loads slice k0 + BK into registers before multiplying slice
+// k0, and keeps two shared-memory buffers so that one barrier per slice does.
 
 // [docs:helpers]
 // True when p can be read and written as float4.
@@ -90,8 +95,10 @@ sgemm_warptiling(int M, int N, int K, float alpha, const float* A,
   static_assert(BM * BK % (4 * NUM_THREADS) == 0 &&
                     BK * BN % (4 * NUM_THREADS) == 0,
                 "every thread copies the same number of float4s");
-  __shared__ __align__(16) float As[BK][BM];  // transposed: As[k][m]
-  __shared__ __align__(16) float Bs[BK][BN];
+  // Two buffers per tile: while the block computes on one, the next slice of
+  // K is stored into the other, so one barrier per slice is enough.
+  __shared__ __align__(16) float As[2][BK][BM];  // transposed: As[buf][k][m]
+  __shared__ __align__(16) float Bs[2][BK][BN];
 
   const int blockRow = blockIdx.y * BM;
   const int blockCol = blockIdx.x * BN;
@@ -109,30 +116,58 @@ sgemm_warptiling(int M, int N, int K, float alpha, const float* A,
   const bool vecB = N % 4 == 0 && aligned16(B);
   const bool vecC = N % 4 == 0 && aligned16(C);
 
+  // [docs:prefetch]
+  // The next slice of A and B, on its way from global memory to registers
+  // while the current slice is being multiplied: the loads' latency hides
+  // behind the FMAs instead of stalling the block at the barrier.
+  constexpr int A_LOADS = BM * BK / (4 * NUM_THREADS);
+  constexpr int B_LOADS = BK * BN / (4 * NUM_THREADS);
+  float4 nextA[A_LOADS];
+  float4 nextB[B_LOADS];
+  auto fetch = [&](int k0) {
+#pragma unroll
+    for (int i = 0; i < A_LOADS; ++i) {
+      const int r = (threadIdx.x + i * NUM_THREADS) / (BK / 4);
+      const int c = (threadIdx.x + i * NUM_THREADS) % (BK / 4) * 4;
+      nextA[i] = load4(A, blockRow + r, k0 + c, M, K, vecA);
+    }
+#pragma unroll
+    for (int i = 0; i < B_LOADS; ++i) {
+      const int r = (threadIdx.x + i * NUM_THREADS) / (BN / 4);
+      const int c = (threadIdx.x + i * NUM_THREADS) % (BN / 4) * 4;
+      nextB[i] = load4(B, k0 + r, blockCol + c, K, N, vecB);
+    }
+  };
+  auto stash = [&](int buf) {
+#pragma unroll
+    for (int i = 0; i < A_LOADS; ++i) {
+      const int r = (threadIdx.x + i * NUM_THREADS) / (BK / 4);
+      const int c = (threadIdx.x + i * NUM_THREADS) % (BK / 4) * 4;
+      As[buf][c + 0][r] = nextA[i].x;  // transpose on the way in
+      As[buf][c + 1][r] = nextA[i].y;
+      As[buf][c + 2][r] = nextA[i].z;
+      As[buf][c + 3][r] = nextA[i].w;
+    }
+#pragma unroll
+    for (int i = 0; i < B_LOADS; ++i) {
+      const int r = (threadIdx.x + i * NUM_THREADS) / (BN / 4);
+      const int c = (threadIdx.x + i * NUM_THREADS) % (BN / 4) * 4;
+      *reinterpret_cast<float4*>(&Bs[buf][r][c]) = nextB[i];
+    }
+  };
+  // [docs:prefetch-end]
+
   float acc[WMITER * TM][WNITER * TN] = {{0.0f}};
   float regM[WMITER * TM];
   float regN[WNITER * TN];
+  fetch(0);
+  stash(0);
+  __syncthreads();
   // [docs:mainloop]
   // Level 1, the block tile: walk K one BK-wide slice at a time.
-  for (int k0 = 0; k0 < K; k0 += BK) {
-#pragma unroll
-    for (int i = 0; i < BM * BK / (4 * NUM_THREADS); ++i) {
-      const int r = (threadIdx.x + i * NUM_THREADS) / (BK / 4);
-      const int c = (threadIdx.x + i * NUM_THREADS) % (BK / 4) * 4;
-      const float4 a = load4(A, blockRow + r, k0 + c, M, K, vecA);
-      As[c + 0][r] = a.x;
-      As[c + 1][r] = a.y;
-      As[c + 2][r] = a.z;
-      As[c + 3][r] = a.w;
-    }
-#pragma unroll
-    for (int i = 0; i < BK * BN / (4 * NUM_THREADS); ++i) {
-      const int r = (threadIdx.x + i * NUM_THREADS) / (BN / 4);
-      const int c = (threadIdx.x + i * NUM_THREADS) % (BN / 4) * 4;
-      *reinterpret_cast<float4*>(&Bs[r][c]) =
-          load4(B, k0 + r, blockCol + c, K, N, vecB);
-    }
-    __syncthreads();
+  for (int k0 = 0, buf = 0; k0 < K; k0 += BK, buf ^= 1) {
+    const bool more = k0 + BK < K;
+    if (more) fetch(k0 + BK);  // issue the loads now, use them after the FMAs
 
     // [docs:inner]
     // Level 2, the warp tile: for each k, the warp's fragments of As and Bs.
@@ -143,7 +178,7 @@ sgemm_warptiling(int M, int N, int K, float alpha, const float* A,
 #pragma unroll
         for (int m = 0; m < TM; m += 4) {
           copy4(&regM[wm * TM + m],
-                &As[k][warpRow * WM + wm * WSUBM + threadRow * TM + m]);
+                &As[buf][k][warpRow * WM + wm * WSUBM + threadRow * TM + m]);
         }
       }
 #pragma unroll
@@ -151,7 +186,7 @@ sgemm_warptiling(int M, int N, int K, float alpha, const float* A,
 #pragma unroll
         for (int n = 0; n < TN; n += 4) {
           copy4(&regN[wn * TN + n],
-                &Bs[k][warpCol * WN + wn * WSUBN + threadCol * TN + n]);
+                &Bs[buf][k][warpCol * WN + wn * WSUBN + threadCol * TN + n]);
         }
       }
       // Level 3, the thread tiles: outer products in registers.
@@ -164,6 +199,10 @@ sgemm_warptiling(int M, int N, int K, float alpha, const float* A,
       }
     }
     // [docs:inner-end]
+
+    // Nobody reads buffer buf ^ 1 now: the barrier at the end of the last
+    // iteration saw every thread finish with it.
+    if (more) stash(buf ^ 1);
     __syncthreads();
   }
   // [docs:mainloop-end]
