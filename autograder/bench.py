@@ -11,7 +11,8 @@ from __future__ import annotations
 import csv
 import datetime
 import statistics
-from dataclasses import asdict, dataclass, fields
+import typing
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
@@ -39,6 +40,9 @@ class Row:
     date: str
     cuda: str
     cupy: str
+
+
+_ROW_TYPES = typing.get_type_hints(Row)
 
 
 def parse_size(text: str) -> tuple[int, int, int]:
@@ -115,15 +119,23 @@ def table(rows: list[Row]) -> str:
     cell = {(r.kernel, (r.M, r.N, r.K)): r for r in rows}
     labels = [f"{m}x{n}x{k}" for m, n, k in sizes]
     width = max(18, *(len(label) + 2 for label in labels))
-    head = f"{'GFLOP/s (% cuBLAS)':<20}" + "".join(f"{label:>{width}}" for label in labels)
+    head = (f"{'GFLOP/s (% cuBLAS)':<20}" + "".join(f"{label:>{width}}" for label in labels)
+            + f"{'% FP32 peak':>14}")  # at the largest size
     lines = [f"{rows[0].gpu}, CUDA {rows[0].cuda}, CuPy {rows[0].cupy}, {rows[0].date}", head]
     for k in kernels:
         cells = [cell.get((k, s)) for s in sizes]
+        peak = cell.get((k, sizes[-1]))
         lines.append(f"{k:<20}" + "".join(
-            f"{f'{c.gflops:.0f} ({c.pct_cublas:.1f}%)' if c else '-':>{width}}" for c in cells))
+            f"{f'{c.gflops:.0f} ({c.pct_cublas:.1f}%)' if c else '-':>{width}}" for c in cells)
+            + f"{f'{peak.pct_peak:.1f}%' if peak else '-':>14}")
     cublas = [next(r.cublas_gflops for r in rows if (r.M, r.N, r.K) == s) for s in sizes]
     lines.append(f"{'cuBLAS':<20}" + "".join(f"{c:>{width}.0f}" for c in cublas))
     return "\n".join(lines)
+
+
+def read_csv(path: Path) -> list[Row]:
+    with Path(path).open(newline="") as f:
+        return [Row(**{k: _ROW_TYPES[k](v) for k, v in d.items()}) for d in csv.DictReader(f)]
 
 
 def default_csv_path(rows: list[Row]) -> Path:
@@ -133,7 +145,7 @@ def default_csv_path(rows: list[Row]) -> Path:
 def write_csv(rows: list[Row], path: Path) -> Path:
     """Merge rows into path: a new measurement replaces the old one of the same kernel and shape."""
     path = Path(path)
-    names = [f.name for f in fields(Row)]
+    names = list(_ROW_TYPES)
     kept = {}
     if path.exists():
         with path.open(newline="") as f:

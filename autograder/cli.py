@@ -41,10 +41,11 @@ def _parser() -> argparse.ArgumentParser:
                     "const float* A, const float* B, float beta, float* C), row-major.")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    c = sub.add_parser("compile", help="compile a kernel (no GPU needed) and report its resources",
-                       description="Compile FILE.cu with NVRTC for an architecture and print "
-                                   "registers, spills and shared memory per kernel. Needs no GPU.")
-    c.add_argument("file", type=Path, metavar="FILE.cu")
+    c = sub.add_parser("compile", help="compile kernels (no GPU needed) and report their resources",
+                       description="Compile each FILE.cu with NVRTC for an architecture and print "
+                                   "registers, spills and shared memory per kernel, with a warning "
+                                   "for anything that would spill or not fit a T4. Needs no GPU.")
+    c.add_argument("files", type=Path, nargs="+", metavar="FILE.cu")
     c.add_argument("--arch", default="sm_90",
                    help=f"target GPU architecture, e.g. {', '.join(ARCHS)} (default: sm_90; "
                         "the T4 on Colab is sm_75)")
@@ -83,17 +84,18 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _compile(args) -> int:
-    source = args.file.read_text()
-    names = [args.kernel] if args.kernel else list(global_kernels(source)) or [None]
-    resolved = [resolve(source, args.file.name, name, args.like) for name in names]
-    result = compiler.compile_for_arch(source, [expr for expr, _ in resolved], args.arch,
-                                       args.file.name)
-    for expr, step in resolved:
-        resources = result.resources[expr]
-        print(resources)
-        threads = step.geometry.threads if step else 1
-        for problem in resources.problems(threads):
-            print(f"  warning: {problem}")
+    for path in args.files:
+        source = path.read_text()
+        names = [args.kernel] if args.kernel else list(global_kernels(source)) or [None]
+        resolved = [resolve(source, path.name, name, args.like) for name in names]
+        result = compiler.compile_for_arch(source, [expr for expr, _ in resolved], args.arch,
+                                           path.name)
+        for expr, step in resolved:
+            resources = result.resources[expr]
+            print(resources)
+            threads = step.geometry.threads if step else 1
+            for problem in resources.problems(threads):
+                print(f"  warning: {problem}")
     return OK
 
 
@@ -113,11 +115,11 @@ def _bench(args) -> int:
     from . import bench
     from .kernel import KernelSpec
 
-    gpu.require("bench")
     steps = [registry.step(s) for s in args.steps] or list(registry.STEPS)
     sizes = args.sizes or bench.DEFAULT_SIZES
     for s in sizes:
-        bench.parse_size(s)
+        bench.parse_size(s)  # a typo is reported before anything runs
+    gpu.require("bench")
     rows = bench.bench({s.name: KernelSpec.from_step(s) for s in steps}, sizes)
     print(bench.table(rows))
     path = bench.write_csv(rows, args.csv or bench.default_csv_path(rows))

@@ -1,0 +1,55 @@
+"""The benchmark's bookkeeping (no GPU needed): sizes, the CSV merge, the table, the plot."""
+
+import dataclasses
+
+import pytest
+
+from autograder import bench
+from autograder.bench import Row
+
+
+def row(kernel, size, gflops, cublas=1000.0):
+    M, N, K = size
+    return Row(kernel, M, N, K, gflops, cublas, round(100 * gflops / cublas, 1),
+               round(gflops / 100, 1), "NVIDIA Test GPU", "2026-11-22", "13.0", "14.2.0")
+
+
+@pytest.mark.parametrize("text, size", [("4096", (4096,) * 3), ("4095x4097x4093", (4095, 4097, 4093)),
+                                        ("1001×777×513", (1001, 777, 513))])
+def test_sizes_are_n_or_mxnxk(text, size):
+    assert bench.parse_size(text) == size
+
+
+@pytest.mark.parametrize("text", ["0", "12x13", "big", "1x2x3x4"])
+def test_bad_sizes_are_refused(text):
+    with pytest.raises(ValueError, match="a size is N or MxNxK"):
+        bench.parse_size(text)
+
+
+def test_csv_merge_replaces_same_kernel_and_shape_and_keeps_the_rest(tmp_path):
+    path = tmp_path / "bench.csv"
+    bench.write_csv([row("05", (64, 64, 64), 10.0), row("06", (64, 64, 64), 20.0)], path)
+    bench.write_csv([row("05", (64, 64, 64), 11.0)], path)
+    rows = bench.read_csv(path)
+    assert [(r.kernel, r.gflops) for r in rows] == [("05", 11.0), ("06", 20.0)]
+    assert rows[0] == row("05", (64, 64, 64), 11.0)  # every column survives the round trip
+
+
+def test_table_shows_gflops_percent_of_cublas_and_peak():
+    rows = [row("07", (4096,) * 3, 800.0), row("07", (1024,) * 3, 400.0, cublas=800.0)]
+    text = bench.table(rows)
+    assert "NVIDIA Test GPU, CUDA 13.0, CuPy 14.2.0, 2026-11-22" in text
+    assert "400 (50.0%)" in text and "800 (80.0%)" in text and "8.0%" in text
+    assert text.index("1024x1024x1024") < text.index("4096x4096x4096")  # smallest first
+
+
+def test_plot_writes_a_png(tmp_path):
+    rows = [row("07", (1024,) * 3, 400.0), row("06", (1024,) * 3, 300.0)]
+    path = bench.plot(rows, tmp_path / "plot.png")
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_default_csv_is_named_after_the_gpu():
+    path = bench.default_csv_path([dataclasses.replace(row("07", (1,) * 3, 1.0),
+                                                       gpu="NVIDIA H100 80GB HBM3")])
+    assert path.name == "bench_h100_80gb_hbm3.csv" and path.parent == bench.DATA_DIR
