@@ -1,8 +1,8 @@
 """The SGEMM course's autograder: compile, check and time CUDA SGEMM kernels.
 
-    from autograder import registry, compile_for_arch, check, KernelSpec
-    step = registry.step("05")
-    print(check(KernelSpec.from_step(step)))       # needs a GPU
+from autograder import registry, compile_for_arch, check, KernelSpec
+step = registry.step("05")
+print(check(KernelSpec.from_step(step)))       # needs a GPU
 """
 
 from .checker import Report
@@ -12,5 +12,14 @@ from .kernel import KernelSpec, from_file
 from .registry import STEPS, step
 from .sandbox import check
 
-__all__ = ["CompileError", "KernelSpec", "NoGPU", "Report", "STEPS", "check",
-           "compile_for_arch", "from_file", "step"]
+__all__ = [
+    "CompileError",
+    "KernelSpec",
+    "NoGPU",
+    "Report",
+    "STEPS",
+    "check",
+    "compile_for_arch",
+    "from_file",
+    "step",
+]

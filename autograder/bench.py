@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import datetime
+from functools import partial
 import statistics
 import typing
 from dataclasses import asdict, dataclass
@@ -89,24 +90,37 @@ def bench(specs: dict[str, KernelSpec], sizes=DEFAULT_SIZES, progress=True) -> l
     info = gpu.device_info()
     today = datetime.date.today().isoformat()
     launches = {name: launcher(spec) for name, spec in specs.items()}
+    rng = cupy.random.default_rng()
     rows = []
-    jobs = [(parse_size(s), name) for s in sizes for name in [None, *specs]]
-    bar = tqdm(jobs, disable=not progress, unit="run", leave=False)
-    for (M, N, K), name in bar:
-        bar.set_description(f"{name or 'cuBLAS'} {M}x{N}x{K}")
-        if name is None:  # new size: fresh inputs, then cuBLAS first
-            rng = cupy.random.default_rng()
-            A = rng.standard_normal((M, K), dtype=cupy.float32)
-            B = rng.standard_normal((K, N), dtype=cupy.float32)
-            C = cupy.zeros((M, N), dtype=cupy.float32)
-            cublas = 2 * M * N * K / median_ms(lambda: cupy.matmul(A, B, out=C)) / 1e6
-            continue
-        ms = median_ms(lambda: launches[name](M, N, K, 1.0, A, B, 0.0, C))
-        gflops = 2 * M * N * K / ms / 1e6
-        rows.append(Row(name, M, N, K, round(gflops, 1), round(cublas, 1),
-                        round(100 * gflops / cublas, 1),
-                        round(100 * gflops / info.fp32_peak_gflops, 1),
-                        info.name, today, info.cuda, info.cupy))
+    bar = tqdm(total=len(sizes) * (1 + len(specs)), disable=not progress, unit="run", leave=False)
+    for M, N, K in map(parse_size, sizes):
+        A = rng.standard_normal((M, K), dtype=cupy.float32)
+        B = rng.standard_normal((K, N), dtype=cupy.float32)
+        C = cupy.zeros((M, N), dtype=cupy.float32)
+        bar.set_description(f"cuBLAS {M}x{N}x{K}")
+        cublas = 2 * M * N * K / median_ms(partial(cupy.matmul, A, B, out=C)) / 1e6
+        bar.update()
+        for name, launch in launches.items():
+            bar.set_description(f"{name} {M}x{N}x{K}")
+            gflops = 2 * M * N * K / median_ms(partial(launch, M, N, K, 1.0, A, B, 0.0, C)) / 1e6
+            rows.append(
+                Row(
+                    name,
+                    M,
+                    N,
+                    K,
+                    round(gflops, 1),
+                    round(cublas, 1),
+                    round(100 * gflops / cublas, 1),
+                    round(100 * gflops / info.fp32_peak_gflops, 1),
+                    info.name,
+                    today,
+                    info.cuda,
+                    info.cupy,
+                )
+            )
+            bar.update()
+    bar.close()
     return rows
 
 
@@ -119,15 +133,22 @@ def table(rows: list[Row]) -> str:
     cell = {(r.kernel, (r.M, r.N, r.K)): r for r in rows}
     labels = [f"{m}x{n}x{k}" for m, n, k in sizes]
     width = max(18, *(len(label) + 2 for label in labels))
-    head = (f"{'GFLOP/s (% cuBLAS)':<20}" + "".join(f"{label:>{width}}" for label in labels)
-            + f"{'% FP32 peak':>14}")  # at the largest size
+    head = (
+        f"{'GFLOP/s (% cuBLAS)':<20}"
+        + "".join(f"{label:>{width}}" for label in labels)
+        + f"{'% FP32 peak':>14}"
+    )  # at the largest size
     lines = [f"{rows[0].gpu}, CUDA {rows[0].cuda}, CuPy {rows[0].cupy}, {rows[0].date}", head]
     for k in kernels:
         cells = [cell.get((k, s)) for s in sizes]
         peak = cell.get((k, sizes[-1]))
-        lines.append(f"{k:<20}" + "".join(
-            f"{f'{c.gflops:.0f} ({c.pct_cublas:.1f}%)' if c else '-':>{width}}" for c in cells)
-            + f"{f'{peak.pct_peak:.1f}%' if peak else '-':>14}")
+        lines.append(
+            f"{k:<20}"
+            + "".join(
+                f"{f'{c.gflops:.0f} ({c.pct_cublas:.1f}%)' if c else '-':>{width}}" for c in cells
+            )
+            + f"{f'{peak.pct_peak:.1f}%' if peak else '-':>14}"
+        )
     cublas = [next(r.cublas_gflops for r in rows if (r.M, r.N, r.K) == s) for s in sizes]
     lines.append(f"{'cuBLAS':<20}" + "".join(f"{c:>{width}.0f}" for c in cublas))
     return "\n".join(lines)
@@ -157,14 +178,18 @@ def write_csv(rows: list[Row], path: Path) -> Path:
     with path.open("w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=names)
         writer.writeheader()
-        writer.writerows(sorted(kept.values(), key=lambda d: (
-            d["kernel"], int(d["M"]) * int(d["N"]) * int(d["K"]))))
+        writer.writerows(
+            sorted(
+                kept.values(), key=lambda d: (d["kernel"], int(d["M"]) * int(d["N"]) * int(d["K"]))
+            )
+        )
     return path
 
 
 def plot(rows: list[Row], path: Path) -> Path:
     """GFLOP/s against problem size, one line per kernel and one for cuBLAS."""
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -175,8 +200,14 @@ def plot(rows: list[Row], path: Path) -> Path:
         by_size = {(r.M, r.N, r.K): r.gflops for r in rows if r.kernel == k}
         ax.plot(x, [by_size.get(s, np.nan) for s in sizes], marker="o", label=k)
     cublas = {(r.M, r.N, r.K): r.cublas_gflops for r in rows}
-    ax.plot(x, [cublas[s] for s in sizes], marker="s", color="black", linestyle="--",
-            label="cuBLAS (FP32)")
+    ax.plot(
+        x,
+        [cublas[s] for s in sizes],
+        marker="s",
+        color="black",
+        linestyle="--",
+        label="cuBLAS (FP32)",
+    )
     ax.set_xticks(x, [f"{m}x{n}x{k}" for m, n, k in sizes], rotation=20)
     ax.set_yscale("log")
     ax.set_ylabel("GFLOP/s")

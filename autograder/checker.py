@@ -16,7 +16,6 @@ or hangs cannot take the caller down.
 from __future__ import annotations
 
 import math
-import multiprocessing
 import time
 from dataclasses import dataclass, field
 from typing import Callable
@@ -32,7 +31,7 @@ BETA = -0.75
 SENTINEL = np.float32(-1.2345678e30)
 # The value in the bands around C: any change there is a write outside C.
 GUARD = np.float32(7.654321e29)
-U = 2.0 ** -24  # float32 unit roundoff
+U = 2.0**-24  # float32 unit roundoff
 
 
 @dataclass(frozen=True)
@@ -111,8 +110,10 @@ class Report:
             lines.append(f"  FAIL {self.error}")
         passed = sum(c.ok for c in self.cases)
         verdict = "PASSED" if self.ok else "FAILED"
-        lines.append(f"{verdict}: {passed} of {len(self.cases)} cases correct"
-                     + ("" if not self.error else ", then the run stopped"))
+        lines.append(
+            f"{verdict}: {passed} of {len(self.cases)} cases correct"
+            + ("" if not self.error else ", then the run stopped")
+        )
         return "\n".join(lines)
 
 
@@ -124,7 +125,7 @@ Launch = Callable[[int, int, int, float, object, object, float, object], None]
 def _padded(xp, values, pad_value, pad: int):
     """values (flattened) inside a buffer with `pad` elements of pad_value each side."""
     buf = xp.full(values.size + 2 * pad, pad_value, dtype=xp.float32)
-    buf[pad:pad + values.size] = values.ravel()
+    buf[pad : pad + values.size] = values.ravel()
     return buf
 
 
@@ -134,14 +135,23 @@ def _pad_for(shape: Shape) -> int:
     return (256 * max(shape.N, shape.K) + 1024) // 4 * 4
 
 
-def run_case(xp, launch: Launch, shape: Shape, beta: float, rng: np.random.Generator,
-             sync: Callable[[], None] = lambda: None) -> CaseResult:
+def run_case(
+    xp,
+    launch: Launch,
+    shape: Shape,
+    beta: float,
+    rng: np.random.Generator,
+    sync: Callable[[], None] = lambda: None,
+) -> CaseResult:
     """Run one shape once and judge the result."""
     M, N, K = shape.M, shape.N, shape.K
     A = xp.asarray(rng.standard_normal((M, K), dtype=np.float32))
     B = xp.asarray(rng.standard_normal((K, N), dtype=np.float32))
-    C0 = (xp.asarray(rng.standard_normal((M, N), dtype=np.float32)) if beta
-          else xp.full((M, N), SENTINEL, dtype=xp.float32))
+    C0 = (
+        xp.asarray(rng.standard_normal((M, N), dtype=np.float32))
+        if beta
+        else xp.full((M, N), SENTINEL, dtype=xp.float32)
+    )
     pad = _pad_for(shape)
     a_buf = _padded(xp, A, np.nan, pad)
     b_buf = _padded(xp, B, np.nan, pad)
@@ -150,13 +160,21 @@ def run_case(xp, launch: Launch, shape: Shape, beta: float, rng: np.random.Gener
         c_buf = _padded(xp, C0, GUARD, pad)
         sync()
         start = time.perf_counter()
-        launch(M, N, K, ALPHA, a_buf[pad:pad + M * K], b_buf[pad:pad + K * N], beta,
-               c_buf[pad:pad + M * N])
+        launch(
+            M,
+            N,
+            K,
+            ALPHA,
+            a_buf[pad : pad + M * K],
+            b_buf[pad : pad + K * N],
+            beta,
+            c_buf[pad : pad + M * N],
+        )
         sync()
         return c_buf, time.perf_counter() - start
 
     c_buf, seconds = run_once()
-    got = c_buf[pad:pad + M * N].reshape(M, N)
+    got = c_buf[pad : pad + M * N].reshape(M, N)
     A64, B64 = A.astype(xp.float64), B.astype(xp.float64)
     product = A64 @ B64
     c0_term = beta * C0.astype(xp.float64) if beta else 0.0
@@ -172,7 +190,7 @@ def run_case(xp, launch: Launch, shape: Shape, beta: float, rng: np.random.Gener
     error = xp.abs(got.astype(xp.float64) - expected) / tolerance
     bad = ~(error <= 1)  # NaN counts as bad
     max_error = float(xp.nan_to_num(error, nan=np.inf).max())
-    guard_changed = (c_buf[:pad] != GUARD).sum(), (c_buf[pad + M * N:] != GUARD).sum()
+    guard_changed = (c_buf[:pad] != GUARD).sum(), (c_buf[pad + M * N :] != GUARD).sum()
     before, after = int(guard_changed[0]), int(guard_changed[1])
     if not bad.any() and not before and not after:
         return CaseResult(shape, beta, True, max_error=max_error, seconds=seconds)
@@ -180,9 +198,11 @@ def run_case(xp, launch: Launch, shape: Shape, beta: float, rng: np.random.Gener
     message = _explain(xp, got, expected, bad, C0, beta, product, tolerance, before, after)
     if bad.any():
         again, _ = run_once()
-        if bool((again[pad:pad + M * N].reshape(M, N) != got).any()):
-            message = ("the result changes between two runs on the same input: threads race "
-                       "(most often a missing __syncthreads()); " + message)
+        if bool((again[pad : pad + M * N].reshape(M, N) != got).any()):
+            message = (
+                "the result changes between two runs on the same input: threads race "
+                "(most often a missing __syncthreads()); " + message
+            )
     return CaseResult(shape, beta, False, message, max_error, seconds)
 
 
@@ -194,8 +214,10 @@ def _explain(xp, got, expected, bad, C0, beta, product, tolerance, before, after
             where.append(f"{after} float{'s' * (after != 1)} past the end of C")
         if before:
             where.append(f"{before} float{'s' * (before != 1)} before its start")
-        parts.append(f"wrote {' and '.join(where)}: a thread outside C stored anyway "
-                     "(check the bounds on M and N before every store)")
+        parts.append(
+            f"wrote {' and '.join(where)}: a thread outside C stored anyway "
+            "(check the bounds on M and N before every store)"
+        )
     if bool(bad.any()):
         unwritten = got == C0
         host_bad, host_unwritten = _host(xp, bad), _host(xp, unwritten & bad)
@@ -204,16 +226,20 @@ def _explain(xp, got, expected, bad, C0, beta, product, tolerance, before, after
         if hint:
             sentence = hint
         elif bool(xp.isnan(got).any()):
-            sentence += ("; some are NaN: the kernel read outside A or B, which the checker "
-                         "surrounds with NaN (check the bounds on M, N and K in the loads)")
+            sentence += (
+                "; some are NaN: the kernel read outside A or B, which the checker "
+                "surrounds with NaN (check the bounds on M, N and K in the loads)"
+            )
         parts.append(sentence + _first_bad_element(xp, got, expected, bad, host_unwritten))
     return "; ".join(parts)
 
 
 def _whole_formula_hint(xp, got, product, C0, beta, tolerance) -> str:
     """Recognise a result that is right except for alpha or beta."""
+
     def matches(candidate):
         return bool((xp.abs(got.astype(xp.float64) - candidate) <= tolerance).all())
+
     c0 = C0.astype(xp.float64)
     if beta and matches(ALPHA * product):
         return "C = alpha*A*B, without + beta*C: the kernel ignores beta (or the old C)"
@@ -233,8 +259,13 @@ def _host(xp, array) -> np.ndarray:
     return array.get() if hasattr(array, "get") else np.asarray(array)
 
 
-def iter_suite(xp, launch: Launch, shapes=SUITE, seed: int | None = None,
-               sync: Callable[[], None] = lambda: None):
+def iter_suite(
+    xp,
+    launch: Launch,
+    shapes=SUITE,
+    seed: int | None = None,
+    sync: Callable[[], None] = lambda: None,
+):
     """Run every shape with beta = 0 and beta != 0 (the large one with beta != 0 only).
 
     Yields ("start", label) before each case, ("result", CaseResult) after it,
@@ -247,10 +278,15 @@ def iter_suite(xp, launch: Launch, shapes=SUITE, seed: int | None = None,
         if shape in LARGE and seconds_per_flop is not None:
             estimate = seconds_per_flop * shape.flops
             if estimate > LARGE_BUDGET_S:
-                yield "note", (f"skipped {shape}: at this kernel's speed it would take about "
-                               f"{estimate:.0f} s")
+                yield (
+                    "note",
+                    (
+                        f"skipped {shape}: at this kernel's speed it would take about "
+                        f"{estimate:.0f} s"
+                    ),
+                )
                 continue
-        for beta in ((BETA,) if shape in LARGE else (0.0, BETA)):
+        for beta in (BETA,) if shape in LARGE else (0.0, BETA):
             yield "start", f"{shape}, beta={beta:g}"
             result = run_case(xp, launch, shape, beta, rng, sync)
             if shape in MEDIUM:

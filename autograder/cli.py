@@ -37,49 +37,89 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m autograder",
         description="Compile, check and time SGEMM kernels written to the course's contract: "
-                    "extern \"C\" __global__ void NAME(int M, int N, int K, float alpha, "
-                    "const float* A, const float* B, float beta, float* C), row-major.")
+        'extern "C" __global__ void NAME(int M, int N, int K, float alpha, '
+        "const float* A, const float* B, float beta, float* C), row-major.",
+    )
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    c = sub.add_parser("compile", help="compile kernels (no GPU needed) and report their resources",
-                       description="Compile each FILE.cu with NVRTC for an architecture and print "
-                                   "registers, spills and shared memory per kernel, with a warning "
-                                   "for anything that would spill or not fit a T4. Needs no GPU.")
+    c = sub.add_parser(
+        "compile",
+        help="compile kernels (no GPU needed) and report their resources",
+        description="Compile each FILE.cu with NVRTC for an architecture and print "
+        "registers, spills and shared memory per kernel, with a warning "
+        "for anything that would spill or not fit a T4. Needs no GPU.",
+    )
     c.add_argument("files", type=Path, nargs="+", metavar="FILE.cu")
-    c.add_argument("--arch", default="sm_90",
-                   help=f"target GPU architecture, e.g. {', '.join(ARCHS)} (default: sm_90; "
-                        "the T4 on Colab is sm_75)")
-    c.add_argument("--kernel", help="the kernel to instantiate, e.g. 'sgemm_vectorized<128, 128, 8, 8, 8>'")
-    c.add_argument("--like", metavar="STEP", help="instantiate a template with this step's parameters")
+    c.add_argument(
+        "--arch",
+        default="sm_90",
+        help=f"target GPU architecture, e.g. {', '.join(ARCHS)} (default: sm_90; "
+        "the T4 on Colab is sm_75)",
+    )
+    c.add_argument(
+        "--kernel", help="the kernel to instantiate, e.g. 'sgemm_vectorized<128, 128, 8, 8, 8>'"
+    )
+    c.add_argument(
+        "--like", metavar="STEP", help="instantiate a template with this step's parameters"
+    )
 
-    k = sub.add_parser("check", help="check a kernel's results on awkward shapes",
-                       description="Run FILE.cu on shapes that are not multiples of 32 (1x1x1 up "
-                                   "to 4095x4097x4093) against a float64 reference and say where "
-                                   "it is wrong. Exit 0 correct, 1 wrong/crashed/hung, "
-                                   "2 did not compile or bad usage.")
+    k = sub.add_parser(
+        "check",
+        help="check a kernel's results on awkward shapes",
+        description="Run FILE.cu on shapes that are not multiples of 32 (1x1x1 up "
+        "to 4095x4097x4093) against a float64 reference and say where "
+        "it is wrong. Exit 0 correct, 1 wrong/crashed/hung, "
+        "2 did not compile or bad usage.",
+    )
     k.add_argument("file", type=Path, metavar="FILE.cu")
-    k.add_argument("--kernel", help="which __global__ function (needed if the file has several); "
-                                    "may name template arguments")
+    k.add_argument(
+        "--kernel",
+        help="which __global__ function (needed if the file has several); "
+        "may name template arguments",
+    )
     k.add_argument("--like", metavar="STEP", help=f"launch it as this step is launched: {steps}")
     k.add_argument("--block", type=_pair, metavar="BX[xBY]", help="threads per block")
-    k.add_argument("--tile", type=_pair, metavar="BMxBN",
-                   help="rows x columns of C that one block covers")
-    k.add_argument("--rows-on", choices=("x", "y"),
-                   help="the grid axis that walks the rows of C (default y: grid.x walks columns)")
-    k.add_argument("--backend", choices=("auto", "gpu"), default="auto",
-                   help="where to run it (default auto: the GPU)")
+    k.add_argument(
+        "--tile", type=_pair, metavar="BMxBN", help="rows x columns of C that one block covers"
+    )
+    k.add_argument(
+        "--rows-on",
+        choices=("x", "y"),
+        help="the grid axis that walks the rows of C (default y: grid.x walks columns)",
+    )
+    k.add_argument(
+        "--backend",
+        choices=("auto", "gpu"),
+        default="auto",
+        help="where to run it (default auto: the GPU)",
+    )
     k.add_argument("--seed", type=int, help="random seed, to repeat a run exactly")
     k.add_argument("--quick", action="store_true", help="small shapes only")
 
-    b = sub.add_parser("bench", help="time the ladder against cuBLAS",
-                       description="Time reference kernels and cuBLAS (strict FP32) with CUDA "
-                                   "events; print GFLOP/s and %% of cuBLAS; write a CSV and a plot.")
-    b.add_argument("steps", nargs="*", metavar="STEP", help=f"steps to time (default: all): {steps}")
-    b.add_argument("--sizes", nargs="+", metavar="SIZE",
-                   help="N for NxNxN or MxNxK (default: 1024 2048 4096 1001x777x513 4095x4097x4093)")
-    b.add_argument("--csv", type=Path, metavar="F",
-                   help="merge results into this CSV (default: book/data/bench_<gpu>.csv)")
-    b.add_argument("--plot", type=Path, metavar="F", help="also draw GFLOP/s against size to this PNG")
+    b = sub.add_parser(
+        "bench",
+        help="time the ladder against cuBLAS",
+        description="Time reference kernels and cuBLAS (strict FP32) with CUDA "
+        "events; print GFLOP/s and %% of cuBLAS; write a CSV and a plot.",
+    )
+    b.add_argument(
+        "steps", nargs="*", metavar="STEP", help=f"steps to time (default: all): {steps}"
+    )
+    b.add_argument(
+        "--sizes",
+        nargs="+",
+        metavar="SIZE",
+        help="N for NxNxN or MxNxK (default: 1024 2048 4096 1001x777x513 4095x4097x4093)",
+    )
+    b.add_argument(
+        "--csv",
+        type=Path,
+        metavar="F",
+        help="merge results into this CSV (default: book/data/bench_<gpu>.csv)",
+    )
+    b.add_argument(
+        "--plot", type=Path, metavar="F", help="also draw GFLOP/s against size to this PNG"
+    )
     return p
 
 
@@ -88,8 +128,9 @@ def _compile(args) -> int:
         source = path.read_text()
         names = [args.kernel] if args.kernel else list(global_kernels(source)) or [None]
         resolved = [resolve(source, path.name, name, args.like) for name in names]
-        result = compiler.compile_for_arch(source, [expr for expr, _ in resolved], args.arch,
-                                           path.name)
+        result = compiler.compile_for_arch(
+            source, [expr for expr, _ in resolved], args.arch, path.name
+        )
         for expr, step in resolved:
             resources = result.resources[expr]
             print(resources)

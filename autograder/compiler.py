@@ -58,25 +58,35 @@ class Resources:
         found = []
         spilled = self.spill_store_bytes + self.spill_load_bytes
         if spilled:
-            found.append(f"spills registers to local memory ({self.spill_store_bytes} bytes "
-                         f"stored, {self.spill_load_bytes} loaded per thread)")
+            found.append(
+                f"spills registers to local memory ({self.spill_store_bytes} bytes "
+                f"stored, {self.spill_load_bytes} loaded per thread)"
+            )
         if self.stack_bytes:
-            found.append(f"uses a {self.stack_bytes}-byte stack frame (an array indexed at run "
-                         "time lives in slow local memory)")
+            found.append(
+                f"uses a {self.stack_bytes}-byte stack frame (an array indexed at run "
+                "time lives in slow local memory)"
+            )
         if threads > MAX_THREADS_PER_BLOCK:
             found.append(f"{threads} threads per block; at most {MAX_THREADS_PER_BLOCK}")
         if self.registers * threads > REGISTERS_PER_SM:
-            found.append(f"{self.registers} registers x {threads} threads = "
-                         f"{self.registers * threads} per block; an SM has {REGISTERS_PER_SM}")
+            found.append(
+                f"{self.registers} registers x {threads} threads = "
+                f"{self.registers * threads} per block; an SM has {REGISTERS_PER_SM}"
+            )
         if self.shared_bytes > MAX_STATIC_SHARED_BYTES:
-            found.append(f"{self.shared_bytes} bytes of static shared memory; at most "
-                         f"{MAX_STATIC_SHARED_BYTES}")
+            found.append(
+                f"{self.shared_bytes} bytes of static shared memory; at most "
+                f"{MAX_STATIC_SHARED_BYTES}"
+            )
         return found
 
     def __str__(self) -> str:
-        return (f"{self.kernel} on {self.arch}: {self.registers} registers, "
-                f"{self.shared_bytes} bytes shared memory, {self.stack_bytes} bytes stack, "
-                f"{self.spill_store_bytes + self.spill_load_bytes} bytes spilled")
+        return (
+            f"{self.kernel} on {self.arch}: {self.registers} registers, "
+            f"{self.shared_bytes} bytes shared memory, {self.stack_bytes} bytes stack, "
+            f"{self.spill_store_bytes + self.spill_load_bytes} bytes spilled"
+        )
 
 
 @dataclass(frozen=True)
@@ -93,7 +103,8 @@ def _nvrtc():
     except ImportError as e:
         raise NvrtcUnavailable(
             "compiling without a GPU needs NVRTC's Python bindings: "
-            "pip install cuda-bindings nvidia-cuda-nvrtc") from e
+            "pip install cuda-bindings nvidia-cuda-nvrtc"
+        ) from e
     return nvrtc
 
 
@@ -103,9 +114,13 @@ def nvrtc_version() -> str:
     return f"{major}.{minor}"
 
 
-def compile_for_arch(source: str, name_expressions: list[str], arch: str = "sm_90",
-                     filename: str = "kernel.cu",
-                     options: tuple[str, ...] = DEFAULT_OPTIONS) -> Compiled:
+def compile_for_arch(
+    source: str,
+    name_expressions: list[str],
+    arch: str = "sm_90",
+    filename: str = "kernel.cu",
+    options: tuple[str, ...] = DEFAULT_OPTIONS,
+) -> Compiled:
     """Compile with NVRTC for `arch` (no GPU needed) and report each kernel's resources."""
     nvrtc = _nvrtc()
     compiler = f"NVRTC {nvrtc_version()}, {arch}"
@@ -116,8 +131,9 @@ def compile_for_arch(source: str, name_expressions: list[str], arch: str = "sm_9
             raise RuntimeError(f"NVRTC {what} failed: {nvrtc.nvrtcGetErrorString(err)[1].decode()}")
         return result[1:]
 
-    (prog,) = check(nvrtc.nvrtcCreateProgram(source.encode(), filename.encode(), 0, [], []),
-                    "program creation")
+    (prog,) = check(
+        nvrtc.nvrtcCreateProgram(source.encode(), filename.encode(), 0, [], []), "program creation"
+    )
     try:
         for expr in name_expressions:
             check(nvrtc.nvrtcAddNameExpression(prog, expr.encode()), "name expression")
@@ -138,8 +154,11 @@ def compile_for_arch(source: str, name_expressions: list[str], arch: str = "sm_9
         check(nvrtc.nvrtcGetPTX(prog, ptx), "PTX")
     finally:
         nvrtc.nvrtcDestroyProgram(prog)
-    resources = {lowered[k]: replace(r, kernel=lowered[k])
-                 for k, r in _parse_ptxas(log, arch).items() if k in lowered}
+    resources = {
+        lowered[k]: replace(r, kernel=lowered[k])
+        for k, r in _parse_ptxas(log, arch).items()
+        if k in lowered
+    }
     return Compiled(arch=arch, ptx=ptx.rstrip(b"\x00 ").decode(), resources=resources, log=log)
 
 
@@ -157,15 +176,25 @@ def _parse_ptxas(log: str, arch: str) -> dict[str, Resources]:
         elif (m := _FRAME.search(line)) and name:
             frame = tuple(int(g) for g in m.groups())
         elif (m := _USED.search(line)) and name:
-            found[name] = Resources(kernel=name, arch=arch, registers=int(m.group(1)),
-                                    shared_bytes=int(m.group(2) or 0), stack_bytes=frame[0],
-                                    spill_store_bytes=frame[1], spill_load_bytes=frame[2])
+            found[name] = Resources(
+                kernel=name,
+                arch=arch,
+                registers=int(m.group(1)),
+                shared_bytes=int(m.group(2) or 0),
+                stack_bytes=frame[0],
+                spill_store_bytes=frame[1],
+                spill_load_bytes=frame[2],
+            )
             name = None
     return found
 
 
-def load(source: str, name_expression: str, filename: str = "kernel.cu",
-         options: tuple[str, ...] = DEFAULT_OPTIONS):
+def load(
+    source: str,
+    name_expression: str,
+    filename: str = "kernel.cu",
+    options: tuple[str, ...] = DEFAULT_OPTIONS,
+):
     """Compile for the current GPU through CuPy and return the launchable function."""
     import cupy
 
@@ -174,5 +203,6 @@ def load(source: str, name_expression: str, filename: str = "kernel.cu",
         return module.get_function(name_expression)
     except cupy.cuda.compiler.CompileException as e:
         from cupy.cuda import nvrtc
+
         major, minor = nvrtc.getVersion()
         raise CompileError(filename, e.get_message(), f"NVRTC {major}.{minor} via CuPy") from None

@@ -102,8 +102,12 @@ def _last_columns(m: _Mask) -> str | None:
     # cols_all is a subset of bad, so equal counts mean the mask is exactly those columns.
     if not k or m.n_bad != k * m.rows:
         return None
-    hint = "are enough blocks launched along the columns?" if m.never_written else "the column index"
-    return f"{_edge('last', k, 'column')} of every row {m.verb(k > 1)}: check the bound on N ({hint})"
+    hint = (
+        "are enough blocks launched along the columns?" if m.never_written else "the column index"
+    )
+    return (
+        f"{_edge('last', k, 'column')} of every row {m.verb(k > 1)}: check the bound on N ({hint})"
+    )
 
 
 def _last_rows(m: _Mask) -> str | None:
@@ -119,7 +123,9 @@ def _last_rows_and_columns(m: _Mask) -> str | None:
     # Inclusion–exclusion: the union of k full rows and j full columns has this many elements.
     if not (k and j) or m.n_bad != k * m.cols + j * m.rows - k * j:
         return None
-    hint = " (are enough blocks launched along the rows and the columns?)" if m.never_written else ""
+    hint = (
+        " (are enough blocks launched along the rows and the columns?)" if m.never_written else ""
+    )
     return (
         f"{_edge('last', k, 'row')} and {_edge('last', j, 'column')} {m.verb()}: "
         f"check the bounds on M and N{hint}"
@@ -156,8 +162,8 @@ def _periodic(m: _Mask) -> str | None:
         if found:
             p, residues = found
             return (
-                f"{m.noun()} repeat every {p} {noun}s ({_listing(noun, residues)} of each group of {p}): "
-                f"look at how the {noun} index is built from blockIdx and threadIdx"
+                f"{m.noun()} repeat every {p} {noun}s "
+                f"({_listing(noun, residues)} of each group of {p}): look at how the {noun} index is built from blockIdx and threadIdx"
             )
     return None
 
@@ -166,14 +172,16 @@ def _rectangle(m: _Mask) -> str | None:
     (r0, r1), (c0, c1) = _bounds(m.rows_any), _bounds(m.cols_any)
     if (r0, r1, c0, c1) == (0, m.rows - 1, 0, m.cols - 1):
         return None
-    return f"the {m.n_bad} {m.noun()} all lie in {_range('row', r0, r1)}, {_range('column', c0, c1)}"
+    return (
+        f"the {m.n_bad} {m.noun()} all lie in {_range('row', r0, r1)}, {_range('column', c0, c1)}"
+    )
 
 
 def _scattered(m: _Mask) -> str:
     # _rectangle caught every case narrower than the whole matrix, so the spread is all of it.
     return (
-        f"{m.n_bad} of {m.rows}×{m.cols} elements ({_percent(m.n_bad, m.rows * m.cols)}) {m.verb()}, "
-        f"scattered over {_range('row', 0, m.rows - 1)} and {_range('column', 0, m.cols - 1)}"
+        f"{m.n_bad} of {m.rows}×{m.cols} elements "
+        f"({_percent(m.n_bad, m.rows * m.cols)}) {m.verb()}, scattered over {_range('row', 0, m.rows - 1)} and {_range('column', 0, m.cols - 1)}"
     )
 
 
@@ -228,7 +236,7 @@ def _bounds(flags: np.ndarray) -> tuple[int, int]:
 def _runs(flags: np.ndarray) -> list[tuple[int, int]]:
     """Inclusive (first, last) index of each run of True values."""
     edges = np.flatnonzero(np.diff(np.concatenate(([False], flags, [False]))))
-    return [(int(a), int(b) - 1) for a, b in zip(edges[::2], edges[1::2])]
+    return [(int(a), int(b) - 1) for a, b in zip(edges[::2], edges[1::2], strict=True)]
 
 
 def _span(first: int, last: int) -> str:

@@ -56,7 +56,6 @@ class DeviceInfo:
         return self.sms * lanes * 2 * self.clock_mhz / 1e3
 
 
-
 def slug(name: str) -> str:
     """'NVIDIA H100 80GB HBM3' -> 'h100_80gb_hbm3', for file names."""
     words = name.lower().replace("nvidia", "").replace("-", " ").split()

@@ -66,8 +66,9 @@ def _strip_launch_bounds(source: str) -> str:
     return "".join(out)
 
 
-def resolve(source: str, filename: str, kernel: str | None = None,
-            like: str | None = None) -> tuple[str, Step | None]:
+def resolve(
+    source: str, filename: str, kernel: str | None = None, like: str | None = None
+) -> tuple[str, Step | None]:
     """Which kernel of the source to run, as a name expression, and the step it is like.
 
     The step comes from --like, or else from a step whose file or kernel name
@@ -80,26 +81,36 @@ def resolve(source: str, filename: str, kernel: str | None = None,
     name = kernel.split("<")[0].strip() if kernel else None
     if name is None:
         if len(kernels) > 1:
-            raise SpecError(f"{filename} defines {len(kernels)} kernels "
-                            f"({', '.join(kernels)}): choose one with --kernel")
+            raise SpecError(
+                f"{filename} defines {len(kernels)} kernels "
+                f"({', '.join(kernels)}): choose one with --kernel"
+            )
         name = next(iter(kernels))
     elif name not in kernels:
-        raise SpecError(f"{filename} defines no __global__ kernel {name!r}; "
-                        f"it defines {', '.join(kernels)}")
+        raise SpecError(
+            f"{filename} defines no __global__ kernel {name!r}; it defines {', '.join(kernels)}"
+        )
     step = _guess_step(filename, name, like)
     if kernel and "<" in kernel:
         return kernel.strip(), step
     if not kernels[name]:
         return name, step
     if not (step and step.params):
-        raise SpecError(f"{name} is a template: give --like STEP to instantiate it with "
-                        f"that step's parameters, or --kernel '{name}<...>'")
+        raise SpecError(
+            f"{name} is a template: give --like STEP to instantiate it with "
+            f"that step's parameters, or --kernel '{name}<...>'"
+        )
     return f"{name}<{', '.join(str(v) for v in step.params.values())}>", step
 
 
-def from_file(path: str | Path, kernel: str | None = None, like: str | None = None,
-              block: tuple[int, int] | None = None, tile: tuple[int, int] | None = None,
-              rows_on: str | None = None) -> KernelSpec:
+def from_file(
+    path: str | Path,
+    kernel: str | None = None,
+    like: str | None = None,
+    block: tuple[int, int] | None = None,
+    tile: tuple[int, int] | None = None,
+    rows_on: str | None = None,
+) -> KernelSpec:
     """Resolve a learner's .cu file into a KernelSpec.
 
     The geometry comes from explicit --block/--tile/--rows-on, or else from
@@ -117,8 +128,10 @@ def from_file(path: str | Path, kernel: str | None = None, like: str | None = No
         if rows_on:
             geometry = Geometry(geometry.block, geometry.tile, rows_on)
     else:
-        raise SpecError(f"how should {expression} be launched? Give --like STEP to borrow a "
-                        "step's geometry, or --block BXxBY --tile BMxBN [--rows-on x|y]")
+        raise SpecError(
+            f"how should {expression} be launched? Give --like STEP to borrow a "
+            "step's geometry, or --block BXxBY --tile BMxBN [--rows-on x|y]"
+        )
     return KernelSpec(source, path.name, expression, geometry)
 
 

@@ -42,8 +42,10 @@ class Geometry:
 
     def describe(self) -> str:
         bx, by = self.block
-        return (f"block {bx}x{by} threads, each block covers {self.tile[0]}x{self.tile[1]} "
-                f"of C, grid.{self.rows_on} walks the rows")
+        return (
+            f"block {bx}x{by} threads, each block covers {self.tile[0]}x{self.tile[1]} "
+            f"of C, grid.{self.rows_on} walks the rows"
+        )
 
 
 @dataclass(frozen=True)
@@ -86,8 +88,10 @@ class Step:
         """The same step with some template parameters changed (for tuning)."""
         unknown = set(params) - set(self.params)
         if unknown:
-            raise KeyError(f"step {self.id} has no parameter {', '.join(sorted(unknown))}; "
-                           f"its parameters are {', '.join(self.params)}")
+            raise KeyError(
+                f"step {self.id} has no parameter {', '.join(sorted(unknown))}; "
+                f"its parameters are {', '.join(self.params)}"
+            )
         return replace(self, params={**self.params, **params})
 
 
@@ -96,28 +100,60 @@ def _fixed(block, tile, rows_on="y"):
 
 
 STEPS: tuple[Step, ...] = (
-    Step("01", "naive", "Naive", "sgemm_naive",
-         layout=_fixed((32, 32), (32, 32), rows_on="x")),
-    Step("02", "coalescing", "Global memory coalescing", "sgemm_coalescing",
-         layout=_fixed((32, 32), (32, 32))),
-    Step("03", "smem_tiling", "Shared-memory tiling", "sgemm_smem_tiling",
-         params=dict(BS=32),
-         layout=lambda p: Geometry((p["BS"], p["BS"]), (p["BS"], p["BS"]))),
-    Step("04", "blocktiling_1d", "1D register blocking", "sgemm_blocktiling_1d",
-         params=dict(BM=128, BN=32, BK=16, TM=16),
-         layout=lambda p: Geometry((p["BM"] // p["TM"] * p["BN"], 1), (p["BM"], p["BN"]))),
-    Step("05", "blocktiling_2d", "2D register blocking", "sgemm_blocktiling_2d",
-         params=dict(BM=128, BN=128, BK=8, TM=8, TN=8),
-         layout=lambda p: Geometry((p["BM"] // p["TM"] * (p["BN"] // p["TN"]), 1),
-                                   (p["BM"], p["BN"]))),
-    Step("06", "vectorized", "Vectorized loads", "sgemm_vectorized",
-         params=dict(BM=128, BN=128, BK=16, TM=8, TN=8),
-         layout=lambda p: Geometry((p["BM"] // p["TM"] * (p["BN"] // p["TN"]), 1),
-                                   (p["BM"], p["BN"]))),
-    Step("07", "warptiling", "Warptiling", "sgemm_warptiling",
-         params=dict(BM=128, BN=128, BK=8, WM=32, WN=64, WNITER=2, TM=8, TN=4),
-         layout=lambda p: Geometry((p["BM"] // p["WM"] * (p["BN"] // p["WN"]) * 32, 1),
-                                   (p["BM"], p["BN"]))),
+    Step("01", "naive", "Naive", "sgemm_naive", layout=_fixed((32, 32), (32, 32), rows_on="x")),
+    Step(
+        "02",
+        "coalescing",
+        "Global memory coalescing",
+        "sgemm_coalescing",
+        layout=_fixed((32, 32), (32, 32)),
+    ),
+    Step(
+        "03",
+        "smem_tiling",
+        "Shared-memory tiling",
+        "sgemm_smem_tiling",
+        params=dict(BS=32),
+        layout=lambda p: Geometry((p["BS"], p["BS"]), (p["BS"], p["BS"])),
+    ),
+    Step(
+        "04",
+        "blocktiling_1d",
+        "1D register blocking",
+        "sgemm_blocktiling_1d",
+        params=dict(BM=128, BN=32, BK=16, TM=16),
+        layout=lambda p: Geometry((p["BM"] // p["TM"] * p["BN"], 1), (p["BM"], p["BN"])),
+    ),
+    Step(
+        "05",
+        "blocktiling_2d",
+        "2D register blocking",
+        "sgemm_blocktiling_2d",
+        params=dict(BM=128, BN=128, BK=8, TM=8, TN=8),
+        layout=lambda p: Geometry(
+            (p["BM"] // p["TM"] * (p["BN"] // p["TN"]), 1), (p["BM"], p["BN"])
+        ),
+    ),
+    Step(
+        "06",
+        "vectorized",
+        "Vectorized loads",
+        "sgemm_vectorized",
+        params=dict(BM=128, BN=128, BK=16, TM=8, TN=8),
+        layout=lambda p: Geometry(
+            (p["BM"] // p["TM"] * (p["BN"] // p["TN"]), 1), (p["BM"], p["BN"])
+        ),
+    ),
+    Step(
+        "07",
+        "warptiling",
+        "Warptiling",
+        "sgemm_warptiling",
+        params=dict(BM=128, BN=128, BK=8, WM=32, WN=64, WNITER=2, TM=8, TN=4),
+        layout=lambda p: Geometry(
+            (p["BM"] // p["WM"] * (p["BN"] // p["WN"]) * 32, 1), (p["BM"], p["BN"])
+        ),
+    ),
 )
 
 

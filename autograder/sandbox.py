@@ -24,15 +24,14 @@ COMPILE_TIMEOUT_S = 180.0
 # prefix, case or underscores (CuPy reports runtime and driver spellings).
 _CUDA_HINTS = {
     "illegaladdress": "the kernel accessed memory outside what it was given: check the "
-                      "bounds on M, N and K in its loads and stores",
+    "bounds on M, N and K in its loads and stores",
     "misalignedaddress": "a float4 access at an address that is not a multiple of 16 bytes: "
-                         "use scalar accesses where K or N is not a multiple of 4",
+    "use scalar accesses where K or N is not a multiple of 4",
     "launchoutofresources": "too many registers x threads per block for this GPU: use fewer "
-                            "threads per block, or fewer registers",
-    "invalidvalue": "the launch was refused: too many threads per block, or too much "
-                    "shared memory",
+    "threads per block, or fewer registers",
+    "invalidvalue": "the launch was refused: too many threads per block, or too much shared memory",
     "invalidconfiguration": "the launch was refused: too many threads per block, or too "
-                            "much shared memory",
+    "much shared memory",
     "assert": "a device-side assert() failed",
     "launchfailure": "the kernel crashed",
 }
@@ -52,9 +51,12 @@ def launcher(spec: KernelSpec):
     block = (*spec.geometry.block, 1)
 
     def launch(M, N, K, alpha, A, B, beta, C):
-        function(spec.geometry.grid(M, N), block,
-                 (np.int32(M), np.int32(N), np.int32(K), np.float32(alpha), A, B,
-                  np.float32(beta), C))
+        function(
+            spec.geometry.grid(M, N),
+            block,
+            (np.int32(M), np.int32(N), np.int32(K), np.float32(alpha), A, B, np.float32(beta), C),
+        )
+
     return launch
 
 
@@ -78,8 +80,9 @@ def _child(conn, spec: KernelSpec, shapes, seed: int) -> None:
     conn.send(("done", None))
 
 
-def check(spec: KernelSpec, shapes=SUITE, seed: int | None = None,
-          case_timeout_s: float = CASE_TIMEOUT_S) -> Report:
+def check(
+    spec: KernelSpec, shapes=SUITE, seed: int | None = None, case_timeout_s: float = CASE_TIMEOUT_S
+) -> Report:
     """Check spec on the GPU in a child process. Raises CompileError or gpu.NoGPU."""
     gpu.require("check")
     seed = fresh_seed() if seed is None else seed
@@ -93,15 +96,18 @@ def check(spec: KernelSpec, shapes=SUITE, seed: int | None = None,
     try:
         while True:
             if not receive.poll(timeout):
-                report.error = (f"{running}: did not finish within {timeout:.0f} s (an endless "
-                                "loop? check that every loop's counter reaches its bound)")
+                report.error = (
+                    f"{running}: did not finish within {timeout:.0f} s (an endless "
+                    "loop? check that every loop's counter reaches its bound)"
+                )
                 break
             try:
                 kind, payload = receive.recv()
             except EOFError:
                 child.join(5)
-                report.error = (f"{running}: the process running the kernel died "
-                                f"(exit code {child.exitcode})")
+                report.error = (
+                    f"{running}: the process running the kernel died (exit code {child.exitcode})"
+                )
                 break
             if kind == "compile_error":
                 raise CompileError(*payload)

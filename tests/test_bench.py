@@ -10,12 +10,30 @@ from autograder.bench import Row
 
 def row(kernel, size, gflops, cublas=1000.0):
     M, N, K = size
-    return Row(kernel, M, N, K, gflops, cublas, round(100 * gflops / cublas, 1),
-               round(gflops / 100, 1), "NVIDIA Test GPU", "2026-11-22", "13.0", "14.2.0")
+    return Row(
+        kernel,
+        M,
+        N,
+        K,
+        gflops,
+        cublas,
+        round(100 * gflops / cublas, 1),
+        round(gflops / 100, 1),
+        "NVIDIA Test GPU",
+        "2026-11-22",
+        "13.0",
+        "14.2.0",
+    )
 
 
-@pytest.mark.parametrize("text, size", [("4096", (4096,) * 3), ("4095x4097x4093", (4095, 4097, 4093)),
-                                        ("1001×777×513", (1001, 777, 513))])
+@pytest.mark.parametrize(
+    "text, size",
+    [
+        ("4096", (4096,) * 3),
+        ("4095x4097x4093", (4095, 4097, 4093)),
+        ("1001×777×513", (1001, 777, 513)),
+    ],
+)
 def test_sizes_are_n_or_mxnxk(text, size):
     assert bench.parse_size(text) == size
 
@@ -50,6 +68,7 @@ def test_plot_writes_a_png(tmp_path):
 
 
 def test_default_csv_is_named_after_the_gpu():
-    path = bench.default_csv_path([dataclasses.replace(row("07", (1,) * 3, 1.0),
-                                                       gpu="NVIDIA H100 80GB HBM3")])
+    path = bench.default_csv_path(
+        [dataclasses.replace(row("07", (1,) * 3, 1.0), gpu="NVIDIA H100 80GB HBM3")]
+    )
     assert path.name == "bench_h100_80gb_hbm3.csv" and path.parent == bench.DATA_DIR

@@ -40,6 +40,7 @@ def test_tolerance_catches_a_single_dropped_term_of_k_at_large_k():
         A2 = A.reshape(M, K)[:, :-1]
         B2 = B.reshape(K, N)[:-1]
         C[:] = (alpha * (A2 @ B2) + beta * C.reshape(M, N)).ravel()
+
     result = run(drops_last_k, Shape(64, 64, 2048))
     assert not result.ok
     assert result.max_error > 100  # far outside the tolerance, not a near miss
@@ -50,7 +51,8 @@ def test_missing_n_bound_is_reported_as_a_write_past_the_end():
         correct(M, N, K, alpha, A, B, beta, C)
         buf, at = beneath(C)
         for row in range(M):  # columns N..N+2 land in the next row, or past the end
-            buf[at + row * N + N: at + row * N + N + 3] = 1.0
+            buf[at + row * N + N : at + row * N + N + 3] = 1.0
+
     result = run(no_n_bound)
     assert "wrote 3 floats past the end of C" in result.message
     assert "rows 1–126, columns 0–2" in result.message  # row 0 spills into row 1
@@ -61,6 +63,7 @@ def test_unwritten_last_columns_name_the_bound_on_n():
         full = C.copy()
         correct(M, N, K, alpha, A, B, beta, full)
         C.reshape(M, N)[:, :-9] = full.reshape(M, N)[:, :-9]
+
     result = run(short_of_n, beta=0.0)
     assert "the last 9 columns of every row were never written" in result.message
     assert "bound on N" in result.message and "never written" in result.message
@@ -71,12 +74,14 @@ def test_an_unwritten_element_is_named():
         keep = C[5]
         correct(M, N, K, alpha, A, B, beta, C)
         C[5] = keep
+
     assert "element (0, 5) was never written" in run(skips_0_5).message
 
 
 def test_ignored_beta_is_named():
     def no_beta(M, N, K, alpha, A, B, beta, C):
         correct(M, N, K, alpha, A, B, 0.0, C)
+
     assert "ignores beta" in run(no_beta).message
     assert run(no_beta, beta=0.0).ok
 
@@ -84,22 +89,26 @@ def test_ignored_beta_is_named():
 def test_ignored_alpha_is_named():
     def no_alpha(M, N, K, alpha, A, B, beta, C):
         correct(M, N, K, 1.0, A, B, beta, C)
+
     assert "ignores alpha" in run(no_alpha).message
 
 
 def test_beta_zero_with_a_finite_old_c_is_fine():
     """BLAS semantics: with beta = 0, computing beta * C on the old C must not poison it."""
+
     def reads_c(M, N, K, alpha, A, B, beta, C):
         assert np.isfinite(C).all()
         correct(M, N, K, alpha, A, B, beta, C)
+
     assert run(reads_c, beta=0.0).ok
 
 
 def test_reading_past_a_or_b_shows_as_nan():
     def reads_past_a(M, N, K, alpha, A, B, beta, C):
         buf, at = beneath(A)
-        past = buf[at: at + (M + 1) * K].reshape(M + 1, K)[1:]  # every row one too far
+        past = buf[at : at + (M + 1) * K].reshape(M + 1, K)[1:]  # every row one too far
         C[:] = (alpha * (past @ B.reshape(K, N)) + beta * C.reshape(M, N)).ravel()
+
     message = run(reads_past_a).message
     assert "read outside A or B" in message
 
@@ -108,6 +117,7 @@ def test_a_result_that_changes_between_runs_is_called_a_race():
     def racy(M, N, K, alpha, A, B, beta, C):
         correct(M, N, K, alpha, A, B, beta, C)
         C[np.random.default_rng().integers(C.size)] += 1.0
+
     assert "threads race" in run(racy).message
 
 
@@ -115,6 +125,7 @@ def test_first_wrong_element_shows_got_and_expected():
     def off_by_one(M, N, K, alpha, A, B, beta, C):
         correct(M, N, K, alpha, A, B, beta, C)
         C[-1] += 1000.0
+
     message = run(off_by_one).message
     assert f"element ({SHAPE.M - 1}, {SHAPE.N - 1}) is wrong" in message and "should be" in message
 
@@ -123,6 +134,7 @@ def test_the_large_shape_is_skipped_for_a_slow_kernel():
     def slow(M, N, K, alpha, A, B, beta, C):
         correct(M, N, K, alpha, A, B, beta, C)
         slow.calls += 1
+
     slow.calls = 0
     shapes = (Shape(3, 3, 3),) + checker.MEDIUM + checker.LARGE
     original = checker.LARGE_BUDGET_S
@@ -138,8 +150,10 @@ def test_the_large_shape_is_skipped_for_a_slow_kernel():
 
 def test_report_says_which_cases_failed():
     report = checker.Report("k", "cpu", seed=1)
-    report.cases = [checker.CaseResult(SHAPE, 0.0, True, max_error=0.1),
-                    checker.CaseResult(SHAPE, -0.75, False, "the last 9 columns ...")]
+    report.cases = [
+        checker.CaseResult(SHAPE, 0.0, True, max_error=0.1),
+        checker.CaseResult(SHAPE, -0.75, False, "the last 9 columns ..."),
+    ]
     text = str(report)
     assert not report.ok and "FAILED: 1 of 2 cases correct" in text
     assert "FAIL 127x129x65, beta=-0.75" in text

@@ -11,8 +11,13 @@ NO_GPU = gpu.unavailable_reason() is not None
 
 
 def run(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "autograder", *args], capture_output=True,
-                          text=True, cwd=cwd, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "autograder", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=300,
+    )
 
 
 @pytest.mark.parametrize("command", [[], ["compile"], ["check"], ["bench"]])
@@ -41,8 +46,9 @@ def test_compile_warns_about_a_block_too_big_for_the_registers(tmp_path):
     source = registry.step("05").source()
     path = tmp_path / "05_mine.cu"
     path.write_text(source)
-    result = run("compile", str(path), "--kernel", "sgemm_blocktiling_2d<128, 128, 8, 4, 4>",
-                 "--like", "05")
+    result = run(
+        "compile", str(path), "--kernel", "sgemm_blocktiling_2d<128, 128, 8, 4, 4>", "--like", "05"
+    )
     assert result.returncode == 0, result.stderr
     assert "<128, 128, 8, 4, 4> on sm_90" in result.stdout
 
@@ -61,8 +67,10 @@ def test_an_unknown_step_is_named(tmp_path):
     assert "no step '42'; the steps are 01_naive" in result.stderr
 
 
-@pytest.mark.parametrize("args", [["check"], ["check", "x.cu", "--block", "0x3"],
-                                  ["compile", "missing.cu"], ["frobnicate"]])
+@pytest.mark.parametrize(
+    "args",
+    [["check"], ["check", "x.cu", "--block", "0x3"], ["compile", "missing.cu"], ["frobnicate"]],
+)
 def test_usage_errors_exit_2(args):
     result = run(*args)
     assert result.returncode == 2

@@ -27,12 +27,14 @@ def test_compile_error_names_the_learners_file_and_line():
 
 
 def test_cupy_temporary_file_names_are_replaced_by_the_learners():
-    error = CompileError("mine.cu", "/tmp/tmpab12/kern.cu(7): error: expected a \";\"", "x")
+    error = CompileError("mine.cu", '/tmp/tmpab12/kern.cu(7): error: expected a ";"', "x")
     assert error.log.startswith("mine.cu(7): error")
 
 
 def test_resources_of_several_kernels_are_reported_by_name():
-    source = BROKEN.replace("float acc = 0.0f\n", "float acc = 0.0f;\n") + """
+    source = (
+        BROKEN.replace("float acc = 0.0f\n", "float acc = 0.0f;\n")
+        + """
 template <int S> __global__ void tiled(float* x) {
   __shared__ float t[S];
   t[threadIdx.x] = x[threadIdx.x];
@@ -40,6 +42,7 @@ template <int S> __global__ void tiled(float* x) {
   x[threadIdx.x] = t[S - 1 - threadIdx.x];
 }
 """
+    )
     result = compiler.compile_for_arch(source, ["sgemm_mine", "tiled<64>"], "sm_90")
     assert set(result.resources) == {"sgemm_mine", "tiled<64>"}
     assert result.resources["tiled<64>"].shared_bytes == 256
@@ -47,8 +50,15 @@ template <int S> __global__ void tiled(float* x) {
 
 
 def test_problems_name_spills_and_oversized_blocks():
-    spilling = Resources("k", "sm_75", registers=255, shared_bytes=64 * 1024, stack_bytes=16,
-                         spill_store_bytes=8, spill_load_bytes=8)
+    spilling = Resources(
+        "k",
+        "sm_75",
+        registers=255,
+        shared_bytes=64 * 1024,
+        stack_bytes=16,
+        spill_store_bytes=8,
+        spill_load_bytes=8,
+    )
     problems = " / ".join(spilling.problems(threads=512))
     assert "spills" in problems and "stack frame" in problems
     assert "255 registers x 512 threads" in problems and "static shared memory" in problems

@@ -10,7 +10,7 @@ from dataclasses import replace
 
 import pytest
 
-from autograder import KernelSpec, bench, checker, registry, sandbox
+from autograder import KernelSpec, bench, registry, sandbox
 from autograder.compiler import CompileError
 
 pytestmark = pytest.mark.gpu
@@ -32,33 +32,41 @@ def planted(step_id: str, old: str, new: str) -> KernelSpec:
 
 BOUNDS = "if (row < M && col < N) {"
 PLANTED = {
-    "missing N bound": (
-        planted("02", BOUNDS, "if (row < M) {"), "past the end of C"),
-    "missing M bound": (
-        planted("05", BOUNDS, "if (col < N) {"), "past the end of C"),
+    "missing N bound": (planted("02", BOUNDS, "if (row < M) {"), "past the end of C"),
+    "missing M bound": (planted("05", BOUNDS, "if (col < N) {"), "past the end of C"),
     "unwritten element": (
         planted("01", BOUNDS, "if (row < M && col < N && !(row == 0 && col == 5)) {"),
-        "element (0, 5) was never written"),
+        "element (0, 5) was never written",
+    ),
     "beta ignored": (
         planted("04", "alpha * acc[m] + beta * C[row * N + col]", "alpha * acc[m]"),
-        "ignores beta"),
-    "K loop one short": (
-        planted("01", "k < K;", "k < K - 1;"), "wrong"),
+        "ignores beta",
+    ),
+    "K loop one short": (planted("01", "k < K;", "k < K - 1;"), "wrong"),
     "missing K bound in the tile load": (
-        planted("03", "(row < M && k0 + tx < K)", "(row < M)"), "wrong"),
+        planted("03", "(row < M && k0 + tx < K)", "(row < M)"),
+        "wrong",
+    ),
     "float4 without the alignment fallback": (
         planted("06", "const bool vecB = N % 4 == 0 && aligned16(B);", "const bool vecB = true;"),
-        "cudaErrorMisalignedAddress"),
+        "cudaErrorMisalignedAddress",
+    ),
     "endless loop": (
-        planted("02", "float acc = 0.0f;",
-                "float acc = 0.0f;\n    while (*(volatile float*)A == *(volatile float*)A) {}"),
-        "did not finish within"),
+        planted(
+            "02",
+            "float acc = 0.0f;",
+            "float acc = 0.0f;\n    while (*(volatile float*)A == *(volatile float*)A) {}",
+        ),
+        "did not finish within",
+    ),
 }
 RACES = {
     "missing first __syncthreads": planted(
-        "03", "__syncthreads();  // the tiles are complete", "// the tiles are complete"),
+        "03", "__syncthreads();  // the tiles are complete", "// the tiles are complete"
+    ),
     "missing second __syncthreads": planted(
-        "03", "__syncthreads();  // everyone is done reading", "// everyone is done reading"),
+        "03", "__syncthreads();  // everyone is done reading", "// everyone is done reading"
+    ),
 }
 
 
@@ -84,8 +92,9 @@ def test_compile_error_on_the_gpu_path_names_the_learners_line():
 
 
 def test_bench_times_a_kernel_and_cublas():
-    rows = bench.bench({"07": KernelSpec.from_step(registry.step("07"))}, sizes=("512",),
-                       progress=False)
+    rows = bench.bench(
+        {"07": KernelSpec.from_step(registry.step("07"))}, sizes=("512",), progress=False
+    )
     (row,) = rows
     assert row.gflops > 0 and row.cublas_gflops > 0 and 0 < row.pct_peak < 100
     assert "07" in bench.table(rows)

@@ -12,8 +12,10 @@ ARCHS = ("sm_75", "sm_90")  # Colab's T4 and the H100
 @pytest.fixture(scope="module", params=ARCHS)
 def compiled(request):
     arch = request.param
-    return {s.id: compiler.compile_for_arch(s.source(), [s.name_expression], arch, s.path.name)
-            for s in registry.STEPS}
+    return {
+        s.id: compiler.compile_for_arch(s.source(), [s.name_expression], arch, s.path.name)
+        for s in registry.STEPS
+    }
 
 
 @pytest.mark.parametrize("step", registry.STEPS, ids=lambda s: s.name)

@@ -6,7 +6,9 @@ from pathlib import Path
 from autograder import bench
 
 ROOT = Path(__file__).resolve().parent.parent
-BLOCK = re.compile(r"<!-- bench:begin (\S+) -->\n```text\n(.*?)\n```\n<!-- bench:end -->", re.DOTALL)
+BLOCK = re.compile(
+    r"<!-- bench:begin (\S+) -->\n```text\n(.*?)\n```\n<!-- bench:end -->", re.DOTALL
+)
 
 
 def test_readme_benchmark_tables_match_the_committed_csv():
@@ -17,7 +19,9 @@ def test_readme_benchmark_tables_match_the_committed_csv():
         expected = bench.table(bench.read_csv(ROOT / csv_path))
         assert shown == expected, (
             f"the README's table for {csv_path} differs from the data; paste the output of\n"
-            f"python -c \"from autograder import bench; print(bench.table(bench.read_csv('{csv_path}')))\"")
+            'python -c "from autograder import bench; '
+            f"print(bench.table(bench.read_csv('{csv_path}')))\""
+        )
 
 
 def test_readme_test_command_is_the_one_ci_runs():
