@@ -161,9 +161,10 @@ def _periodic(m: _Mask) -> str | None:
         found = _period(hit)
         if found:
             p, residues = found
+            which = f"{_listing(noun, residues)} of each group of {p}"
             return (
-                f"{m.noun()} repeat every {p} {noun}s "
-                f"({_listing(noun, residues)} of each group of {p}): look at how the {noun} index is built from blockIdx and threadIdx"
+                f"{m.noun()} repeat every {p} {noun}s ({which}): look at how the {noun} "
+                "index is built from blockIdx and threadIdx"
             )
     return None
 
@@ -179,10 +180,9 @@ def _rectangle(m: _Mask) -> str | None:
 
 def _scattered(m: _Mask) -> str:
     # _rectangle caught every case narrower than the whole matrix, so the spread is all of it.
-    return (
-        f"{m.n_bad} of {m.rows}×{m.cols} elements "
-        f"({_percent(m.n_bad, m.rows * m.cols)}) {m.verb()}, scattered over {_range('row', 0, m.rows - 1)} and {_range('column', 0, m.cols - 1)}"
-    )
+    share = _percent(m.n_bad, m.rows * m.cols)
+    spread = f"{_range('row', 0, m.rows - 1)} and {_range('column', 0, m.cols - 1)}"
+    return f"{m.n_bad} of {m.rows}×{m.cols} elements ({share}) {m.verb()}, scattered over {spread}"
 
 
 _PATTERNS = (
