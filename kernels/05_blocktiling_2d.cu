@@ -31,6 +31,7 @@ sgemm_blocktiling_2d(int M, int N, int K, float alpha, const float* A,
   float regN[TN];
   // [docs:mainloop]
   for (int k0 = 0; k0 < K; k0 += BK) {
+    // [docs:load]
     // Copy the BM x BK tile of A and the BK x BN tile of B, zero outside.
 #pragma unroll
     for (int i = 0; i < BM * BK / NUM_THREADS; ++i) {
@@ -46,6 +47,7 @@ sgemm_blocktiling_2d(int M, int N, int K, float alpha, const float* A,
       const bool inside = k0 + r < K && blockCol + c < N;
       Bs[r][c] = inside ? B[(k0 + r) * N + blockCol + c] : 0.0f;
     }
+    // [docs:load-end]
     __syncthreads();
 
     // [docs:inner]

@@ -81,6 +81,8 @@ sgemm_vectorized(int M, int N, int K, float alpha, const float* A,
 
   const int blockRow = blockIdx.y * BM;
   const int blockCol = blockIdx.x * BN;
+  // This thread owns rows threadRow * TM ... + TM - 1 and columns
+  // threadCol * TN ... + TN - 1 of the block's tile.
   const int threadCol = threadIdx.x % (BN / TN);
   const int threadRow = threadIdx.x / (BN / TN);
   // Uniform for the whole launch, so these branches never diverge.
@@ -94,6 +96,7 @@ sgemm_vectorized(int M, int N, int K, float alpha, const float* A,
   // [docs:mainloop]
   for (int k0 = 0; k0 < K; k0 += BK) {
     // [docs:load]
+    // Copy the BM x BK tile of A and the BK x BN tile of B, zero outside.
 #pragma unroll
     for (int i = 0; i < BM * BK / (4 * NUM_THREADS); ++i) {
       const int r = (threadIdx.x + i * NUM_THREADS) / (BK / 4);
@@ -117,11 +120,12 @@ sgemm_vectorized(int M, int N, int K, float alpha, const float* A,
     // [docs:inner]
 #pragma unroll
     for (int k = 0; k < BK; ++k) {
-      // Consecutive floats in shared memory: TM / 4 + TN / 4 float4 loads.
+      // TM / 4 + TN / 4 float4 shared-memory loads ...
 #pragma unroll
       for (int m = 0; m < TM; m += 4) copy4(&regM[m], &As[k][threadRow * TM + m]);
 #pragma unroll
       for (int n = 0; n < TN; n += 4) copy4(&regN[n], &Bs[k][threadCol * TN + n]);
+      // ... feed TM * TN multiply-adds.
 #pragma unroll
       for (int m = 0; m < TM; ++m) {
 #pragma unroll

@@ -112,6 +112,7 @@ sgemm_warptiling(int M, int N, int K, float alpha, const float* A,
   const int threadRow = lane / (WSUBN / TN);
   const int threadCol = lane % (WSUBN / TN);
   // [docs:indices-end]
+  // Uniform for the whole launch, so these branches never diverge.
   const bool vecA = K % 4 == 0 && aligned16(A);
   const bool vecB = N % 4 == 0 && aligned16(B);
   const bool vecC = N % 4 == 0 && aligned16(C);
