@@ -64,8 +64,28 @@ SMALL = (
 MEDIUM = (Shape(1001, 777, 513, "odd, several tiles in every direction"),)
 LARGE = (Shape(4095, 4097, 4093, "large and odd"),)
 SUITE = SMALL + MEDIUM + LARGE
-# Skip LARGE when the kernel would need longer than this for it.
-LARGE_BUDGET_S = 8.0
+
+
+@dataclass(frozen=True)
+class Budget:
+    """How much of the suite a backend can afford.
+
+    seconds: a shape is skipped, with a note, when the kernel's speed on the
+    shapes before it says it would take longer than this (0: always skipped).
+    one_beta: shapes run with beta != 0 only; every small shape has both.
+    """
+
+    seconds: dict
+    one_beta: frozenset
+
+
+GPU_BUDGET = Budget({LARGE[0]: 8.0}, frozenset(LARGE))
+# The CPU runs the medium shape once, if it is quick, and never the large one.
+CPU_BUDGET = Budget({MEDIUM[0]: 6.0, LARGE[0]: 0.0}, frozenset(MEDIUM + LARGE))
+
+
+class KernelFault(Exception):
+    """A backend caught the kernel making a bad memory access; str() says which."""
 
 
 @dataclass(frozen=True)
@@ -119,7 +139,9 @@ class Report:
 
 # A launch runs the kernel once: launch(M, N, K, alpha, A, B, beta, C), where
 # A, B and C are contiguous float32 arrays of xp, views into padded buffers.
-Launch = Callable[[int, int, int, float, object, object, float, object], None]
+# It may return a note on what it saw, which a failure's message then carries
+# (the CPU backend names the first thread that touched memory outside A, B or C).
+Launch = Callable[[int, int, int, float, object, object, float, object], "str | None"]
 
 
 def _padded(xp, values, pad_value, pad: int):
@@ -158,22 +180,17 @@ def run_case(
 
     def run_once():
         c_buf = _padded(xp, C0, GUARD, pad)
+        A_in, B_in = a_buf[pad : pad + M * K], b_buf[pad : pad + K * N]
         sync()
         start = time.perf_counter()
-        launch(
-            M,
-            N,
-            K,
-            ALPHA,
-            a_buf[pad : pad + M * K],
-            b_buf[pad : pad + K * N],
-            beta,
-            c_buf[pad : pad + M * N],
-        )
+        note = launch(M, N, K, ALPHA, A_in, B_in, beta, c_buf[pad : pad + M * N])
         sync()
-        return c_buf, time.perf_counter() - start
+        return c_buf, time.perf_counter() - start, note
 
-    c_buf, seconds = run_once()
+    try:
+        c_buf, seconds, note = run_once()
+    except KernelFault as fault:
+        return CaseResult(shape, beta, False, str(fault))
     got = c_buf[pad : pad + M * N].reshape(M, N)
     A64, B64 = A.astype(xp.float64), B.astype(xp.float64)
     product = A64 @ B64
@@ -196,9 +213,11 @@ def run_case(
         return CaseResult(shape, beta, True, max_error=max_error, seconds=seconds)
 
     message = _explain(xp, got, expected, bad, C0, beta, product, tolerance, before, after)
+    if note:
+        message += f"; {note}"
     if bad.any():
-        again, _ = run_once()
-        if bool((again[pad : pad + M * N].reshape(M, N) != got).any()):
+        again = run_once()[0][pad : pad + M * N].reshape(M, N)
+        if bool(((again != got) & ~(xp.isnan(again) & xp.isnan(got))).any()):
             message = (
                 "the result changes between two runs on the same input: threads race "
                 "(most often a missing __syncthreads()); " + message
@@ -265,31 +284,35 @@ def iter_suite(
     shapes=SUITE,
     seed: int | None = None,
     sync: Callable[[], None] = lambda: None,
+    budget: Budget = GPU_BUDGET,
 ):
-    """Run every shape with beta = 0 and beta != 0 (the large one with beta != 0 only).
+    """Run every shape with beta = 0 and beta != 0, as far as the budget allows.
 
     Yields ("start", label) before each case, ("result", CaseResult) after it,
-    and ("note", text) for a case it skips, so that a caller watching from
-    another process knows which case was running if the kernel hangs.
+    and ("note", text) for a shape it skips, so that a caller watching from
+    another process knows which case ran if one hangs.
     """
     rng = np.random.default_rng(seed)
-    seconds_per_flop = None
+    seconds_per_flop = 0.0
     for shape in shapes:
-        if shape in LARGE and seconds_per_flop is not None:
+        if shape in budget.seconds:
             estimate = seconds_per_flop * shape.flops
-            if estimate > LARGE_BUDGET_S:
+            if budget.seconds[shape] == 0:
+                yield "note", f"skipped {shape}: too large for this backend (check it on a GPU)"
+                continue
+            if estimate > budget.seconds[shape]:
                 yield (
                     "note",
                     (
-                        f"skipped {shape}: at this kernel's speed it would take about "
+                        f"skipped {shape}: at this kernel's speed here it would take about "
                         f"{estimate:.0f} s"
                     ),
                 )
                 continue
-        for beta in (BETA,) if shape in LARGE else (0.0, BETA):
+        for beta in (BETA,) if shape in budget.one_beta else (0.0, BETA):
             yield "start", f"{shape}, beta={beta:g}"
             result = run_case(xp, launch, shape, beta, rng, sync)
-            if shape in MEDIUM:
+            if result.seconds:
                 seconds_per_flop = result.seconds / shape.flops
             yield "result", result
 

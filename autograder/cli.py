@@ -13,6 +13,7 @@ from pathlib import Path
 
 from . import compiler, gpu, registry
 from .kernel import SpecError, from_file, global_kernels, resolve
+from .sandbox import BackendUnavailable
 
 OK, WRONG, UNUSABLE = 0, 1, 2
 ARCHS = ("sm_75", "sm_80", "sm_86", "sm_89", "sm_90")
@@ -89,9 +90,10 @@ def _parser() -> argparse.ArgumentParser:
     )
     k.add_argument(
         "--backend",
-        choices=("auto", "gpu"),
+        choices=("auto", "gpu", "cpu"),
         default="auto",
-        help="where to run it (default auto: the GPU)",
+        help="where to run it: the GPU, or the CPU (correctness only, no GPU needed); "
+        "default auto: the GPU if there is one, else the CPU",
     )
     k.add_argument("--seed", type=int, help="random seed, to repeat a run exactly")
     k.add_argument("--quick", action="store_true", help="small shapes only")
@@ -144,10 +146,17 @@ def _check(args) -> int:
     from . import checker, sandbox
 
     spec = from_file(args.file, args.kernel, args.like, args.block, args.tile, args.rows_on)
-    gpu.require("check")
+    backend = args.backend
+    if backend == "gpu":
+        gpu.require("check")
+    elif backend == "auto":
+        reason = gpu.unavailable_reason()
+        backend = "cpu" if reason else "gpu"
+        if reason:
+            print(f"No GPU ({reason}): checking correctness on the CPU; timings need a GPU.")
     print(f"{spec.label}: {spec.geometry.describe()}")
     shapes = checker.SMALL if args.quick else checker.SUITE
-    report = sandbox.check(spec, shapes=shapes, seed=args.seed)
+    report = sandbox.check(spec, shapes=shapes, seed=args.seed, backend=backend)
     print(report)
     return OK if report.ok else WRONG
 
@@ -177,7 +186,7 @@ def main(argv=None) -> int:
         return run(args)
     except compiler.CompileError as e:
         print(e, file=sys.stderr)
-    except (gpu.NoGPU, compiler.NvrtcUnavailable, SpecError) as e:
+    except (gpu.NoGPU, compiler.NvrtcUnavailable, SpecError, BackendUnavailable) as e:
         print(f"{args.command}: {e}", file=sys.stderr)
     except OSError as e:
         print(f"{args.command}: cannot read {e.filename}: {e.strerror}", file=sys.stderr)

@@ -1,4 +1,4 @@
-"""Run a kernel's check on the GPU in a child process, with a time limit.
+"""Run a kernel's check in a child process, with a time limit, on the GPU or the CPU.
 
 A kernel that reads out of bounds can kill the CUDA context, and one that
 never finishes blocks the process that launched it. Both must cost only that
@@ -13,7 +13,7 @@ import multiprocessing
 import numpy as np
 
 from . import compiler, gpu
-from .checker import SUITE, Report, fresh_seed, iter_suite
+from .checker import CPU_BUDGET, GPU_BUDGET, SUITE, Report, fresh_seed, iter_suite
 from .compiler import CompileError
 from .kernel import KernelSpec
 
@@ -60,36 +60,78 @@ def launcher(spec: KernelSpec):
     return launch
 
 
-def _child(conn, spec: KernelSpec, shapes, seed: int) -> None:
+class BackendUnavailable(RuntimeError):
+    """The chosen backend cannot run this kernel here (no compiler, unsupported construct)."""
+
+
+def _gpu_backend(spec: KernelSpec):
     import cupy
 
+    launch = launcher(spec)
+    info = gpu.device_info()
+    device = f"{info.name} ({info.arch}, CUDA {info.cuda}, CuPy {info.cupy})"
+    return cupy, launch, cupy.cuda.Device().synchronize, GPU_BUDGET, device
+
+
+def _cpu_backend(spec: KernelSpec):
+    from . import cpu
+
+    try:  # NVRTC first, so that a compile error reads exactly as it would on a GPU
+        compiler.compile_for_arch(spec.source, [spec.name_expression], "sm_75", spec.filename)
+    except compiler.NvrtcUnavailable:
+        pass
+    launch = cpu.launcher(spec)
+    return np, launch, lambda: None, CPU_BUDGET, f"the CPU ({cpu.compiler()}, no timings)"
+
+
+def _child(conn, spec: KernelSpec, shapes, seed: int, backend: str) -> None:
+    from . import cpu
+
     try:
-        launch = launcher(spec)
+        xp, launch, sync, budget, device = (_cpu_backend if backend == "cpu" else _gpu_backend)(
+            spec
+        )
     except CompileError as e:
         conn.send(("compile_error", (e.filename, e.log, e.compiler)))
         return
-    info = gpu.device_info()
-    conn.send(("device", f"{info.name} ({info.arch}, CUDA {info.cuda}, CuPy {info.cupy})"))
-    sync = cupy.cuda.Device().synchronize
+    except (cpu.UnsupportedOnCpu, cpu.NoCompiler) as e:
+        conn.send(("unavailable", str(e)))
+        return
+    conn.send(("device", device))
+    crashes = ()
+    if backend == "gpu":
+        import cupy
+
+        crashes = (cupy.cuda.runtime.CUDARuntimeError, cupy.cuda.driver.CUDADriverError)
     try:
-        for event in iter_suite(cupy, launch, shapes, seed, sync):
+        for event in iter_suite(xp, launch, shapes, seed, sync, budget):
             conn.send(event)
-    except (cupy.cuda.runtime.CUDARuntimeError, cupy.cuda.driver.CUDADriverError) as e:
+    except crashes as e:
         conn.send(("crash", explain_cuda_error(e)))
         return
     conn.send(("done", None))
 
 
 def check(
-    spec: KernelSpec, shapes=SUITE, seed: int | None = None, case_timeout_s: float = CASE_TIMEOUT_S
+    spec: KernelSpec,
+    shapes=SUITE,
+    seed: int | None = None,
+    case_timeout_s: float = CASE_TIMEOUT_S,
+    backend: str = "gpu",
 ) -> Report:
-    """Check spec on the GPU in a child process. Raises CompileError or gpu.NoGPU."""
-    gpu.require("check")
+    """Check spec in a child process on the "gpu" or the "cpu".
+
+    Raises CompileError, gpu.NoGPU (backend "gpu" on a machine without one) or
+    BackendUnavailable (backend "cpu" with no C++ compiler, or a construct it
+    cannot run).
+    """
+    if backend == "gpu":
+        gpu.require("check")
     seed = fresh_seed() if seed is None else seed
-    report = Report(kernel=spec.label, device="the GPU", seed=seed)
+    report = Report(kernel=spec.label, device=f"the {backend.upper()}", seed=seed)
     context = multiprocessing.get_context("spawn")  # CUDA cannot survive a fork
     receive, send = context.Pipe(duplex=False)
-    child = context.Process(target=_child, args=(send, spec, shapes, seed), daemon=True)
+    child = context.Process(target=_child, args=(send, spec, shapes, seed, backend), daemon=True)
     child.start()
     send.close()
     running, timeout = "compiling", COMPILE_TIMEOUT_S
@@ -111,6 +153,8 @@ def check(
                 break
             if kind == "compile_error":
                 raise CompileError(*payload)
+            if kind == "unavailable":
+                raise BackendUnavailable(payload)
             if kind == "device":
                 report.device, timeout = payload, case_timeout_s
             elif kind == "start":

@@ -130,22 +130,44 @@ def test_first_wrong_element_shows_got_and_expected():
     assert f"element ({SHAPE.M - 1}, {SHAPE.N - 1}) is wrong" in message and "should be" in message
 
 
-def test_the_large_shape_is_skipped_for_a_slow_kernel():
+def test_a_shape_is_skipped_when_the_kernel_is_too_slow_for_it():
+    calls = []
+
     def slow(M, N, K, alpha, A, B, beta, C):
         correct(M, N, K, alpha, A, B, beta, C)
-        slow.calls += 1
+        calls.append(M)
 
-    slow.calls = 0
     shapes = (Shape(3, 3, 3),) + checker.MEDIUM + checker.LARGE
-    original = checker.LARGE_BUDGET_S
-    checker.LARGE_BUDGET_S = 0.0  # as if the medium shape had been very slow
-    try:
-        events = list(checker.iter_suite(np, slow, shapes, seed=1))
-    finally:
-        checker.LARGE_BUDGET_S = original
+    budget = checker.Budget({checker.MEDIUM[0]: 1e-12, checker.LARGE[0]: 0.0}, frozenset())
+    events = list(checker.iter_suite(np, slow, shapes, seed=1, budget=budget))
     notes = [payload for kind, payload in events if kind == "note"]
-    assert len(notes) == 1 and notes[0].startswith("skipped 4095x4097x4093")
-    assert slow.calls == 4  # two betas for each of the two shapes that ran
+    assert notes[0].startswith("skipped 1001x777x513: at this kernel's speed here")
+    assert notes[1].startswith("skipped 4095x4097x4093: too large for this backend")
+    assert calls == [3, 3]  # only the small shape ran, with both betas
+
+
+def test_a_one_beta_shape_runs_with_beta_nonzero_only():
+    events = checker.iter_suite(
+        np, correct, (Shape(3, 3, 3),), budget=checker.Budget({}, frozenset({Shape(3, 3, 3)}))
+    )
+    assert [p.beta for kind, p in events if kind == "result"] == [checker.BETA]
+
+
+def test_a_fault_reported_by_the_backend_fails_the_case_with_its_message():
+    def faulting(M, N, K, alpha, A, B, beta, C):
+        raise checker.KernelFault("thread (0, 0, 0) of block (0, 0, 0) read outside A")
+
+    result = run(faulting)
+    assert not result.ok and result.message.endswith("read outside A")
+
+
+def test_nan_in_both_runs_is_not_called_a_race():
+    def reads_nan(M, N, K, alpha, A, B, beta, C):
+        correct(M, N, K, alpha, A, B, beta, C)
+        C[7] = np.nan
+
+    message = run(reads_nan).message
+    assert "race" not in message and "element (0, 7) is wrong" in message
 
 
 def test_report_says_which_cases_failed():

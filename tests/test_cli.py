@@ -78,10 +78,29 @@ def test_usage_errors_exit_2(args):
 
 
 @pytest.mark.skipif(not NO_GPU, reason="this machine has a GPU")
-@pytest.mark.parametrize("args", [["check", str(registry.step("03").path)], ["bench", "01"]])
+@pytest.mark.parametrize(
+    "args", [["check", str(registry.step("03").path), "--backend", "gpu"], ["bench", "01"]]
+)
 def test_commands_that_need_a_gpu_say_so_in_one_line(args):
     result = run(*args)
     assert result.returncode == 2
     assert result.stdout == ""
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "needs an NVIDIA GPU" in lines[0]
+
+
+@pytest.mark.skipif(not NO_GPU, reason="this machine has a GPU")
+def test_check_falls_back_to_the_cpu_and_says_timings_need_a_gpu():
+    result = run("check", str(registry.step("05").path), "--quick")
+    assert result.returncode == 0, result.stdout + result.stderr
+    first = result.stdout.splitlines()[0]
+    assert first.startswith("No GPU (") and "checking correctness on the CPU" in first
+    assert "timings need a GPU" in first and "PASSED" in result.stdout
+
+
+def test_check_exits_1_for_a_wrong_kernel_on_the_cpu(tmp_path):
+    path = tmp_path / "01_wrong.cu"
+    path.write_text(registry.step("01").source().replace("k < K;", "k < K - 1;"))
+    result = run("check", str(path), "--backend", "cpu", "--quick")
+    assert result.returncode == 1
+    assert "FAILED" in result.stdout and "FAIL 17x19x3" in result.stdout

@@ -1,0 +1,235 @@
+"""Run a course kernel on the CPU: the learner's own source, checked as it runs.
+
+The source is translated, line for line, into C++ for cpu_runtime.h (which
+explains how threads, barriers and checked pointers work there), compiled
+with the machine's C++ compiler into a shared library, and called through
+ctypes. Nothing is re-typed: the translation only renames CUDA's built-ins
+and pointer types, so a compile error or a fault points at the learner's line.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+
+from .checker import KernelFault
+from .kernel import KernelSpec
+
+RUNTIME = Path(__file__).with_name("cpu_runtime.h")
+FLAGS = ("-std=c++17", "-O2", "-shared", "-fPIC", "-pthread", "-w", "-fno-strict-aliasing")
+# Blocks are shared out among this many OS threads.
+WORKERS = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "sgemm-course" / "cpu"
+
+# What the CPU backend cannot run, found by name so that a kernel using it gets
+# a clear refusal instead of a wrong verdict.
+UNSUPPORTED = (
+    (r"__shfl\w*", "warp shuffles"),
+    (r"\batomic[A-Z]\w*", "atomic operations"),
+    (r"__ballot\w*|__any_sync|__all_sync|__activemask|__match_\w+|__reduce_\w+_sync", "warp votes"),
+    (r"__syncwarp", "warp-level synchronisation (__syncwarp)"),
+    (r"__syncthreads_(?:count|and|or)", "barrier reductions"),
+    (r"\basm\b", "inline PTX assembly"),
+    (r"\bwmma::|\bnvcuda::|\bmma_sync\b", "tensor-core instructions (WMMA/mma)"),
+    (r"__pipeline_\w+|\bcp\.async|memcpy_async|cuda::barrier", "asynchronous copies"),
+    (r"cooperative_groups", "cooperative groups"),
+    (r"__threadfence\w*", "memory fences"),
+    (r"\btex[123]D\w*|\btexture\s*<|cudaTextureObject_t", "textures"),
+    (r"\bclock(?:64)?\s*\(", "clock()"),
+    (r"__half\b|__nv_bfloat16\b|\bhalf2?\b", "half-precision types"),
+)
+
+
+class UnsupportedOnCpu(Exception):
+    """The kernel uses a construct the CPU backend cannot run."""
+
+
+class NoCompiler(RuntimeError):
+    """No C++ compiler on this machine."""
+
+
+def _code_only(source: str) -> str:
+    """The source with comments and strings blanked, line breaks kept."""
+
+    def blank(m):
+        return re.sub(r"[^\n]", " ", m.group(0))
+
+    return re.sub(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"', blank, source, flags=re.DOTALL)
+
+
+def refuse_unsupported(source: str, filename: str) -> None:
+    code = _code_only(source)
+    for pattern, what in UNSUPPORTED:
+        if m := re.search(pattern, code):
+            line = code.count("\n", 0, m.start()) + 1
+            raise UnsupportedOnCpu(
+                f"the CPU backend cannot run {what} ({m.group(0).strip()} at {filename}:{line}): "
+                "check this kernel on a GPU (--backend gpu)"
+            )
+
+
+_POINTER = re.compile(
+    r"\b((?:const\s+|volatile\s+)*)(unsigned\s+int|unsigned|float[24]?|int[24]?|double|char|"
+    r"short|long|size_t)\s*\*"
+)
+_VOID_POINTER = re.compile(r"\b(?:const\s+|volatile\s+)*void\s*\*")
+_SHARED = re.compile(
+    r"(?<!extern )__shared__\s+((?:__align__\(\d+\)\s+)*)([\w:]+)\s+(\w+)"
+    r"((?:\s*\[[^\];]+\])*)\s*;"
+)
+_EXTERN_SHARED = re.compile(
+    r"extern\s+__shared__\s+(?:__align__\(\d+\)\s+)*([\w:]+)\s+(\w+)"
+    r"\s*\[\s*\]\s*;"
+)
+
+
+def translate(source: str, name_expression: str) -> str:
+    """C++ for cpu_runtime.h, with the learner's line numbers, plus an entry point."""
+    code = source.replace("reinterpret_cast<", "__cpu::cast<")
+    code = _EXTERN_SHARED.sub(r"__cpu::ptr<\1> \2 = __cpu::dynamic_shared<\1>();", code)
+    code = _SHARED.sub(
+        r"static \1\2 __cpu_\3[__cpu::MAX_WORKERS]\4; auto& \3 = __cpu_\3[__cpu::worker_id()]; "
+        r"__cpu::fresh_shared(&\3, sizeof(\3));",
+        code,
+    )
+    code = _VOID_POINTER.sub("__cpu::vptr ", code)
+    code = _POINTER.sub(lambda m: f"__cpu::ptr<{m.group(1)}{m.group(2)}> ", code)
+    return f'''#include "{RUNTIME.name}"
+#line 1 "kernel.cu"
+{code}
+#line 1 "cpu_entry.cpp"
+// A, B and C lie inside padded buffers (A_buffer ... + A_size, ...).
+extern "C" int cpu_sgemm(int M, int N, int K, float alpha, const float* A, const float* B,
+                         float beta, float* C, const float* A_buffer, size_t A_size,
+                         const float* B_buffer, size_t B_size, float* C_buffer, size_t C_size,
+                         unsigned gx, unsigned gy, unsigned bx, unsigned by, int reverse,
+                         unsigned workers, char* message, int message_size, char* notes,
+                         int notes_size) {{
+  __cpu::ptr<const float> a(A, (size_t)M * K, A_buffer, A_size, "A");
+  __cpu::ptr<const float> b(B, (size_t)K * N, B_buffer, B_size, "B");
+  __cpu::ptr<float> c(C, (size_t)M * N, C_buffer, C_size, "C");
+  return __cpu::launch(dim3(gx, gy), dim3(bx, by), reverse, workers,
+                       [&] {{ {name_expression}(M, N, K, alpha, a, b, beta, c); }},
+                       message, message_size, notes, notes_size);
+}}
+'''
+
+
+def compiler() -> str:
+    for name in (os.environ.get("CXX"), "g++", "c++", "clang++"):
+        if name and shutil.which(name):
+            return name
+    raise NoCompiler(
+        "the CPU backend needs a C++ compiler: install g++ (Debian/Ubuntu: "
+        "apt install g++; Fedora: dnf install gcc-c++; macOS: xcode-select --install)"
+    )
+
+
+def build(spec: KernelSpec) -> Path:
+    """Compile spec for the CPU (cached by content) and return the shared library."""
+    refuse_unsupported(spec.source, spec.filename)
+    cxx = compiler()
+    cpp = translate(spec.source, spec.name_expression)
+    key = hashlib.sha256("\0".join([cpp, RUNTIME.read_text(), cxx, *FLAGS]).encode())
+    library = CACHE / f"{key.hexdigest()[:24]}.so"
+    if library.exists():
+        return library
+    CACHE.mkdir(parents=True, exist_ok=True)
+    source_path = library.with_suffix(".cpp")
+    source_path.write_text(cpp)
+    partial = library.with_suffix(f".{os.getpid()}.tmp")
+    result = subprocess.run(
+        [cxx, *FLAGS, "-I", str(RUNTIME.parent), str(source_path), "-o", str(partial)],
+        capture_output=True,
+        text=True,
+    )
+    if result.returncode:
+        raise UnsupportedOnCpu(
+            "the CPU backend could not translate this kernel (it compiles for the GPU, so this "
+            "is a gap in the backend): check it with --backend gpu.\n" + result.stderr[-2000:]
+        )
+    partial.replace(library)  # atomic: a concurrent build never sees half a library
+    return library
+
+
+def launcher(spec: KernelSpec):
+    """Build spec for the CPU; return launch(M, N, K, alpha, A, B, beta, C) on NumPy arrays.
+
+    Successive launches alternate the order in which threads run between
+    barriers, so a race changes the result from one launch to the next.
+    """
+    library = ctypes.CDLL(str(build(spec)))
+    entry = library.cpu_sgemm
+    floats = np.ctypeslib.ndpointer(np.float32, flags="C_CONTIGUOUS")
+    size = ctypes.c_size_t
+    entry.argtypes = (
+        [ctypes.c_int] * 3
+        + [ctypes.c_float, floats, floats, ctypes.c_float, floats]
+        + [floats, size] * 3
+        + [ctypes.c_uint] * 4
+        + [
+            ctypes.c_int,
+            ctypes.c_uint,
+            ctypes.c_char_p,
+            ctypes.c_int,
+            ctypes.c_char_p,
+            ctypes.c_int,
+        ]
+    )
+    message, notes = ctypes.create_string_buffer(512), ctypes.create_string_buffer(1024)
+    launches = 0
+
+    def launch(M, N, K, alpha, A, B, beta, C):
+        """Returns the backend's note on accesses outside A, B or C, if any."""
+        nonlocal launches
+        gx, gy = spec.geometry.grid(M, N)
+        bx, by = spec.geometry.block
+        launches += 1
+        buffers = [x for matrix in (A, B, C) for x in _buffer_of(matrix)]
+        status = entry(
+            M,
+            N,
+            K,
+            alpha,
+            A,
+            B,
+            beta,
+            C,
+            *buffers,
+            gx,
+            gy,
+            bx,
+            by,
+            launches % 2 == 0,
+            WORKERS,
+            message,
+            len(message),
+            notes,
+            len(notes),
+        )
+        if status:
+            raise KernelFault(_with_hint(message.value.decode()))
+        return notes.value.decode() or None
+
+    return launch
+
+
+def _buffer_of(matrix: np.ndarray):
+    """The padded buffer a matrix view lies in (the matrix itself if it is no view)."""
+    buffer = matrix.base if isinstance(matrix.base, np.ndarray) else matrix
+    return buffer, buffer.size
+
+
+def _with_hint(fault: str) -> str:
+    if "misaligned" in fault:
+        return fault + ": use scalar accesses where K or N is not a multiple of 4"
+    if "outside C" in fault or " C[" in fault:
+        return fault + ": check the bounds on M and N before every store"
+    return fault + ": check the bounds on M, N and K in the loads"

@@ -1,0 +1,422 @@
+// CUDA on the CPU, for checking course kernels on machines without a GPU.
+//
+// autograder/cpu.py translates a kernel's source (keeping its line numbers)
+// and compiles it with this header. Each CUDA thread of a block is a fiber:
+// it runs until it reaches __syncthreads(), then the next thread runs. Blocks
+// are shared out among the machine's cores (each worker has its own copy of
+// shared memory), and each block runs the same way whichever core takes it.
+// What that buys:
+//  - missing barriers show every time: shared memory is filled with NaN when
+//    a block starts, and a thread that reads it before the others have
+//    written (or after they have moved on to the next tile) sees the wrong
+//    data, deterministically;
+//  - every pointer the kernel uses is checked. The checker hands A, B and C
+//    over inside padded buffers, as on a GPU; an access outside a matrix but
+//    inside its padding goes ahead (so the checker sees what a GPU would
+//    show) and the first one per matrix is noted with the thread and block
+//    that made it. An access beyond the padding, or a float4 access at an
+//    address that is not a multiple of 16 bytes, stops the launch, as it
+//    would crash a GPU.
+#pragma once
+
+#include <cmath>
+#include <math.h>  // fmaf, sqrtf, ... in the global namespace, as in CUDA
+#include <csetjmp>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <algorithm>
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <string>
+#include <type_traits>
+#include <vector>
+#include <ucontext.h>
+
+// CUDA's qualifiers mean nothing here.
+#define __global__
+#define __device__
+#define __host__
+#define __forceinline__ inline
+#define __noinline__
+#define __restrict__
+#define __launch_bounds__(...)
+#define __align__(n) __attribute__((aligned(n)))
+
+struct uint3 {
+  unsigned x, y, z;
+};
+struct dim3 {
+  unsigned x = 1, y = 1, z = 1;
+  dim3() = default;
+  dim3(unsigned x_, unsigned y_ = 1, unsigned z_ = 1) : x(x_), y(y_), z(z_) {}
+};
+struct __attribute__((aligned(8))) float2 { float x, y; };
+struct __attribute__((aligned(16))) float4 { float x, y, z, w; };
+struct __attribute__((aligned(8))) int2 { int x, y; };
+struct __attribute__((aligned(16))) int4 { int x, y, z, w; };
+inline float2 make_float2(float x, float y) { return {x, y}; }
+inline float4 make_float4(float x, float y, float z, float w) { return {x, y, z, w}; }
+inline int2 make_int2(int x, int y) { return {x, y}; }
+inline int4 make_int4(int x, int y, int z, int w) { return {x, y, z, w}; }
+
+// CUDA's min and max take mixed argument types, as C's arithmetic does.
+template <class A, class B>
+inline auto min(A a, B b) -> decltype(a < b ? a : b) { return b < a ? b : a; }
+template <class A, class B>
+inline auto max(A a, B b) -> decltype(a < b ? a : b) { return a < b ? b : a; }
+inline float __fmaf_rn(float a, float b, float c) { return std::fma(a, b, c); }
+
+namespace __cpu {
+
+constexpr size_t STACK_BYTES = 128 * 1024;  // a power of two: see self()
+constexpr unsigned MAX_WORKERS = 8;
+
+// A suspended execution, and the switch from one to another. A block's
+// threads switch at every barrier, so on x86-64 (Linux, Colab, CI) the switch
+// is seven register saves and restores; elsewhere swapcontext does it.
+#if defined(__x86_64__) && defined(__ELF__)
+struct Context {
+  void* sp = nullptr;
+};
+extern "C" void cpu_switch_stack(void** save_sp, void* load_sp);
+asm(R"(
+  .text
+  .globl cpu_switch_stack
+  .hidden cpu_switch_stack
+  .type cpu_switch_stack, @function
+cpu_switch_stack:
+  pushq %rbp
+  pushq %rbx
+  pushq %r12
+  pushq %r13
+  pushq %r14
+  pushq %r15
+  movq %rsp, (%rdi)
+  movq %rsi, %rsp
+  popq %r15
+  popq %r14
+  popq %r13
+  popq %r12
+  popq %rbx
+  popq %rbp
+  ret
+  .size cpu_switch_stack, .-cpu_switch_stack
+)");
+inline void switch_to(Context& save, Context& load) { cpu_switch_stack(&save.sp, load.sp); }
+inline void make_context(Context& c, char* stack, size_t size, void (*entry)()) {
+  void** top = (void**)(((uintptr_t)(stack + size)) & ~(uintptr_t)15);
+  *--top = nullptr;          // where entry would return to: it never does
+  *--top = (void*)entry;     // popped by the first switch's ret
+  for (int i = 0; i < 6; ++i) *--top = nullptr;  // rbp, rbx, r12-r15
+  c.sp = top;
+}
+#else
+struct Context {
+  ucontext_t uc;
+};
+inline void switch_to(Context& save, Context& load) { swapcontext(&save.uc, &load.uc); }
+inline void make_context(Context& c, char* stack, size_t size, void (*entry)()) {
+  getcontext(&c.uc);
+  c.uc.uc_stack.ss_sp = stack;
+  c.uc.uc_stack.ss_size = size;
+  c.uc.uc_link = nullptr;
+  makecontext(&c.uc, entry, 0);
+}
+#endif
+
+struct Worker;
+
+// A CUDA thread: a fiber whose stack begins with a pointer to this record.
+struct Thread {
+  uint3 idx;
+  bool done = false;
+  Worker* worker;
+  Context context;
+  char* stack = nullptr;
+  ~Thread() { std::free(stack); }
+};
+
+// An OS thread that runs whole blocks with its own fibers.
+struct Worker {
+  unsigned id;
+  uint3 block_idx;
+  long block_serial = 0;  // counts blocks, so shared memory is poisoned once per block
+  Context scheduler;
+  jmp_buf abort_launch;
+  struct Seen { void* memory; long serial; };
+  std::vector<Seen> seen;  // shared arrays and the block that last poisoned them
+};
+
+// The running CUDA thread, found from the address of a local variable: fiber
+// stacks are aligned to their size, so this needs no thread-local storage
+// (which is slow in a library loaded at run time).
+inline Thread* self() {
+  char probe;
+  return *(Thread**)((uintptr_t)&probe & ~(uintptr_t)(STACK_BYTES - 1));
+}
+
+inline dim3 grid, block;  // the launch, the same for every worker
+inline std::function<void()> kernel;
+
+// What the workers report, kept for the lowest block index so that the
+// message does not depend on which core got there first.
+inline std::mutex report_lock;
+inline std::atomic<bool> stopped;
+inline long error_block;
+inline std::string error;  // why the launch stopped
+struct Note {
+  const char* matrix;
+  long block;
+  std::string text;
+};
+inline std::vector<Note> notes;  // the first access outside each matrix
+
+inline long linear_block(const uint3& b) { return ((long)b.z * grid.y + b.y) * grid.x + b.x; }
+
+inline std::string who(const Thread* t) {
+  const uint3 b = t->worker->block_idx;
+  char text[96];
+  std::snprintf(text, sizeof text, "thread (%u, %u, %u) of block (%u, %u, %u)", t->idx.x,
+                t->idx.y, t->idx.z, b.x, b.y, b.z);
+  return text;
+}
+
+[[noreturn]] inline void fault(const std::string& what) {
+  Thread* t = self();
+  const long b = linear_block(t->worker->block_idx);
+  {
+    std::lock_guard<std::mutex> hold(report_lock);
+    if (!stopped || b < error_block) error = who(t) + " " + what, error_block = b;
+    stopped = true;
+  }
+  _longjmp(t->worker->abort_launch, 1);
+}
+
+inline void note(const char* matrix, const std::string& what) {
+  const Thread* t = self();
+  const long b = linear_block(t->worker->block_idx);
+  std::lock_guard<std::mutex> hold(report_lock);
+  for (Note& n : notes) {
+    if (n.matrix != matrix) continue;
+    if (b < n.block) n = {matrix, b, who(t) + ": " + what};
+    return;
+  }
+  notes.push_back({matrix, b, who(t) + ": " + what});
+}
+
+// A pointer that checks every access. Pointers into A, B and C know their
+// matrix's extent; others (shared memory, registers) are checked for alignment.
+template <class T>
+struct ptr {
+  T* p = nullptr;
+  const char* base = nullptr;  // the matrix; nullptr: extent unknown
+  const char* end = nullptr;
+  const char* lo = nullptr;  // the padded buffer around it
+  const char* hi = nullptr;
+  const char* name = nullptr;
+
+  ptr() = default;
+  ptr(std::nullptr_t) {}
+  template <class U, class = std::enable_if_t<std::is_convertible_v<U*, T*>>>
+  ptr(U* raw) : p(raw) {}
+  template <class U, class = std::enable_if_t<std::is_convertible_v<U*, T*>>>
+  ptr(const ptr<U>& o) : p(o.p), base(o.base), end(o.end), lo(o.lo), hi(o.hi), name(o.name) {}
+  template <class U, class = std::enable_if_t<!std::is_convertible_v<U*, T*>>, class = void>
+  explicit ptr(const ptr<U>& o)
+      : p((T*)o.p), base(o.base), end(o.end), lo(o.lo), hi(o.hi), name(o.name) {}
+  ptr(T* matrix, size_t count, T* buffer, size_t buffer_count, const char* matrix_name)
+      : p(matrix), base((const char*)matrix), end((const char*)(matrix + count)),
+        lo((const char*)buffer), hi((const char*)(buffer + buffer_count)), name(matrix_name) {}
+
+  T& at(std::ptrdiff_t i) const {
+    T* q = p + i;
+    const char* c = (const char*)q;
+    if (base && (c < base || c + sizeof(T) > end)) outside(c);
+    if ((uintptr_t)q % alignof(T) != 0) misaligned();
+    return *q;
+  }
+  T& operator[](std::ptrdiff_t i) const { return at(i); }
+  T& operator*() const { return at(0); }
+  T* operator->() const { return &at(0); }
+  ptr operator+(std::ptrdiff_t i) const { ptr r = *this; r.p += i; return r; }
+  ptr operator-(std::ptrdiff_t i) const { ptr r = *this; r.p -= i; return r; }
+  std::ptrdiff_t operator-(const ptr& o) const { return p - o.p; }
+  ptr& operator+=(std::ptrdiff_t i) { p += i; return *this; }
+  ptr& operator-=(std::ptrdiff_t i) { p -= i; return *this; }
+  ptr& operator++() { ++p; return *this; }
+  ptr& operator--() { --p; return *this; }
+  ptr operator++(int) { ptr r = *this; ++p; return r; }
+  ptr operator--(int) { ptr r = *this; --p; return r; }
+  bool operator==(const ptr& o) const { return p == o.p; }
+  bool operator!=(const ptr& o) const { return p != o.p; }
+  bool operator<(const ptr& o) const { return p < o.p; }
+  explicit operator bool() const { return p != nullptr; }
+  explicit operator T*() const { return p; }
+
+ private:
+  void outside(const char* c) const {
+    const long element = (long)((c - base) / (long)sizeof(float));
+    const long size = (long)((end - base) / (long)sizeof(float));
+    const long distance = element >= size ? element - size + 1 : -element;
+    char what[160];
+    std::snprintf(what, sizeof what, "%s %s[%ld], %ld float%s %s %s", 
+                  std::is_const_v<T> ? "read" : "accessed", name, element, distance,
+                  distance == 1 ? "" : "s", element >= size ? "past the end of" : "before the start of",
+                  name);
+    if (c < lo || c + sizeof(T) > hi) fault(std::string(what) + ", outside the memory it was given "
+                                            "(cudaErrorIllegalAddress on a GPU)");
+    note(name, what);
+  }
+  [[noreturn]] void misaligned() const {
+    char what[200];
+    std::snprintf(what, sizeof what,
+                  "made a misaligned %zu-byte access to %s at an address that is not a multiple "
+                  "of %zu bytes (cudaErrorMisalignedAddress on a GPU)",
+                  sizeof(T), name ? name : "shared or local memory", alignof(T));
+    fault(what);
+  }
+};
+template <class T>
+ptr<T> operator+(std::ptrdiff_t i, const ptr<T>& q) { return q + i; }
+
+// void* in a kernel: only ever converted (to an integer, to check alignment).
+struct vptr {
+  const volatile void* p = nullptr;
+  vptr(const volatile void* raw) : p(raw) {}
+  template <class U>
+  vptr(const ptr<U>& o) : p(o.p) {}
+};
+
+// reinterpret_cast<...>(...) in a kernel becomes __cpu::cast<...>(...).
+template <class To, class From>
+To cast(const From& from) {
+  if constexpr (std::is_integral_v<To>) {
+    if constexpr (std::is_pointer_v<From>) return (To)(uintptr_t)from;
+    else return (To)(uintptr_t)from.p;
+  } else if constexpr (std::is_pointer_v<From>) {
+    return To((typename std::remove_reference_t<decltype(*To().p)>*)from);
+  } else {
+    return To(from);
+  }
+}
+
+template <class T>
+T __ldg_impl(const ptr<const T>& p) { return *p; }
+
+// Shared memory: every __shared__ array has one copy per worker, filled with
+// NaN bytes when the first thread of a block reaches its declaration, so a
+// read before anyone wrote is never right by luck.
+inline unsigned worker_id() { return self()->worker->id; }
+
+inline void fresh_shared(void* memory, size_t bytes) {
+  Worker& w = *self()->worker;
+  for (Worker::Seen& s : w.seen) {
+    if (s.memory == memory) {
+      if (s.serial != w.block_serial) std::memset(memory, 0xFF, bytes), s.serial = w.block_serial;
+      return;
+    }
+  }
+  std::memset(memory, 0xFF, bytes);
+  w.seen.push_back({memory, w.block_serial});
+}
+
+template <class T>
+ptr<T> dynamic_shared() {
+  constexpr size_t BYTES = 48 * 1024;
+  alignas(16) static char memory[MAX_WORKERS][BYTES];
+  char* mine = memory[worker_id()];
+  fresh_shared(mine, BYTES);
+  return ptr<T>((T*)mine, BYTES / sizeof(T), (T*)mine, BYTES / sizeof(T), "dynamic shared memory");
+}
+
+// A thread gives way to the next one at a barrier.
+inline void barrier() {
+  Thread* t = self();
+  switch_to(t->context, t->worker->scheduler);
+}
+
+inline void thread_main() {
+  for (;;) {  // one pass per block: the fiber is reused for the next block
+    kernel();
+    self()->done = true;
+    barrier();
+  }
+}
+
+// Runs one worker's share of the blocks: block id, id + workers, ...
+inline void run_blocks(unsigned id, unsigned workers, bool reverse) {
+  Worker w;
+  w.id = id;
+  const unsigned n = block.x * block.y * block.z;
+  std::vector<Thread> threads(n);
+  for (unsigned i = 0; i < n; ++i) {
+    Thread& t = threads[i];
+    t.worker = &w;
+    t.stack = (char*)std::aligned_alloc(STACK_BYTES, STACK_BYTES);
+    *(Thread**)t.stack = &t;  // what self() finds
+    // Stacks are aligned to their size, so their tops would all fall in the
+    // same cache sets; a different number of cache lines cut off each one
+    // spreads the hot top frames over the cache.
+    const size_t skew = 64 * (i * 37 % 512);
+    make_context(t.context, t.stack + 64, STACK_BYTES - 64 - skew, thread_main);
+  }
+  if (_setjmp(w.abort_launch)) return;
+  const long blocks = (long)grid.x * grid.y * grid.z;
+  for (long b = id; b < blocks && !stopped; b += workers) {
+    w.block_idx = {unsigned(b % grid.x), unsigned(b / grid.x % grid.y),
+                   unsigned(b / ((long)grid.x * grid.y))};
+    ++w.block_serial;
+    for (unsigned i = 0; i < n; ++i) {
+      threads[i].done = false;
+      threads[i].idx = {i % block.x, i / block.x % block.y, i / (block.x * block.y)};
+    }
+    // Between two barriers the threads run one after another, all in the
+    // same order; `reverse` flips it, so that a race changes the result
+    // from one launch to the next as it would on a GPU.
+    for (bool waiting = true; waiting;) {
+      waiting = false;
+      for (unsigned k = 0; k < n; ++k) {
+        Thread& t = threads[reverse ? n - 1 - k : k];
+        if (t.done) continue;
+        switch_to(w.scheduler, t.context);
+        waiting |= !t.done;
+      }
+    }
+  }
+}
+
+// Runs body as every thread of every block. Returns 0, or 1 with a message
+// in message_out when an access went beyond the padding or was misaligned;
+// notes_out gets the first access outside each matrix.
+inline int launch(dim3 grid_, dim3 block_, bool reverse, unsigned workers,
+                  std::function<void()> body, char* message_out, int message_size,
+                  char* notes_out, int notes_size) {
+  grid = grid_, block = block_, kernel = std::move(body);
+  stopped = false, error.clear(), notes.clear();
+  const long blocks = (long)grid.x * grid.y * grid.z;
+  workers = (unsigned)std::max(1L, std::min<long>({(long)workers, (long)MAX_WORKERS, blocks}));
+  std::vector<std::thread> helpers;
+  for (unsigned w = 1; w < workers; ++w) helpers.emplace_back(run_blocks, w, workers, reverse);
+  run_blocks(0, workers, reverse);
+  for (std::thread& h : helpers) h.join();
+  std::snprintf(message_out, message_size, "%s", error.c_str());
+  std::string joined;
+  for (const Note& n : notes) joined += (joined.empty() ? "the first by " : "; the first by ") + n.text;
+  std::snprintf(notes_out, notes_size, "%s", joined.c_str());
+  return stopped ? 1 : 0;
+}
+
+}  // namespace __cpu
+
+#define threadIdx (__cpu::self()->idx)
+#define blockIdx (__cpu::self()->worker->block_idx)
+#define blockDim (__cpu::block)
+#define gridDim (__cpu::grid)
+#define __syncthreads() __cpu::barrier()
+#define __ldg(p) __cpu::__ldg_impl(__cpu::ptr<const std::remove_cv_t<std::remove_reference_t<decltype(*(p))>>>(p))

@@ -1,0 +1,98 @@
+"""The CPU backend runs the learner's own CUDA source and judges it as a GPU would.
+
+These run in CI, with no GPU: every reference kernel passes the real checker,
+and every planted bug (tests/planted.py) fails with the same message kind as
+on a GPU; the missing barriers fail on every run.
+"""
+
+import pytest
+from planted import PLANTED, RACES, planted
+
+from autograder import KernelSpec, cpu, registry, sandbox
+from autograder.checker import SMALL
+from autograder.compiler import CompileError
+from autograder.sandbox import BackendUnavailable
+
+
+def check(spec, **kwargs):
+    return sandbox.check(spec, backend="cpu", **kwargs)
+
+
+@pytest.mark.parametrize("step", registry.STEPS, ids=lambda s: s.name)
+def test_reference_kernel_passes_on_the_cpu(step):
+    report = check(KernelSpec.from_step(step))
+    assert report.ok, str(report)
+    assert any(str(c.shape) == "1001x777x513" for c in report.cases), str(report)
+    assert report.notes == [
+        "skipped 4095x4097x4093: too large for this backend (check it on a GPU)"
+    ]
+
+
+@pytest.mark.parametrize("bug", PLANTED, ids=str)
+def test_planted_bug_fails_with_the_same_message_kind_as_on_a_gpu(bug):
+    spec, expected = PLANTED[bug]
+    report = check(spec, shapes=SMALL, case_timeout_s=5)
+    assert not report.ok
+    messages = " / ".join([c.message for c in report.failures] + [report.error])
+    assert expected in messages, str(report)
+
+
+@pytest.mark.parametrize("attempt", range(3))
+@pytest.mark.parametrize("bug", RACES, ids=str)
+def test_a_missing_barrier_fails_on_every_run(bug, attempt):
+    report = check(RACES[bug], shapes=SMALL)
+    assert not report.ok, str(report)
+    assert "threads race" in " ".join(c.message for c in report.failures), str(report)
+
+
+def test_an_out_of_bounds_read_names_the_thread_block_and_matrix():
+    spec, _ = PLANTED["missing K bound in the tile load"]
+    report = check(spec, shapes=SMALL[:1])
+    message = report.failures[0].message
+    assert "the kernel read outside A or B" in message  # what a GPU shows too
+    assert (
+        "the first by thread (1, 0, 0) of block (0, 0, 0): read A[1], 1 float past the end of A"
+        in message
+    )
+
+
+def test_a_misaligned_float4_load_is_named():
+    spec, _ = PLANTED["float4 without the alignment fallback"]
+    report = check(spec, shapes=SMALL[:4])  # 17x19x3: rows of B start off 16-byte boundaries
+    message = report.failures[0].message
+    assert "misaligned 16-byte access to B" in message and "not a multiple of 16" in message
+
+
+def test_an_endless_loop_times_out_without_hanging_the_tests():
+    spec, _ = PLANTED["endless loop"]
+    report = check(spec, case_timeout_s=2)
+    assert "1x1x1, beta=0: did not finish within 2 s" in report.error
+
+
+def test_an_unsupported_construct_is_refused_by_name():
+    spec = planted("02", "float acc = 0.0f;", "float acc = __shfl_down_sync(0xffffffff, 0.0f, 1);")
+    with pytest.raises(
+        BackendUnavailable,
+        match=r"cannot run warp shuffles \(__shfl_down_sync at "
+        r"02_coalescing.cu:\d+\): check this kernel on a GPU",
+    ):
+        check(spec)
+
+
+def test_a_compile_error_reads_as_nvrtc_reports_it():
+    spec = planted("02", "float acc = 0.0f;", "float acc = 0.0f")
+    with pytest.raises(CompileError, match=r"02_coalescing.cu\(\d+\): error"):
+        check(spec)
+
+
+def test_no_compiler_says_what_to_install(monkeypatch):
+    monkeypatch.setattr(cpu.shutil, "which", lambda name: None)
+    with pytest.raises(cpu.NoCompiler, match="install g\\+\\+"):
+        cpu.compiler()
+
+
+def test_translation_keeps_the_learners_line_numbers():
+    source = registry.step("07").source()
+    translated = cpu.translate(source, registry.step("07").name_expression)
+    body = translated.split('#line 1 "kernel.cu"\n', 1)[1].split('#line 1 "cpu_entry.cpp"')[0]
+    assert body.count("\n") == source.count("\n") + 1
