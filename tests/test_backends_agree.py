@@ -1,0 +1,37 @@
+"""On a GPU: the CPU backend gives the same verdicts, with the same message kinds,
+as the GPU on every reference kernel and every planted bug.
+
+Each case prints one line (GPU verdict | CPU verdict), so `pytest -s` gives
+the comparison table.
+"""
+
+import pytest
+from planted import PLANTED, RACES
+
+from autograder import KernelSpec, registry, sandbox
+from autograder.checker import SMALL, SUITE
+
+pytestmark = pytest.mark.gpu
+
+CASES = {s.name: (KernelSpec.from_step(s), None) for s in registry.STEPS}
+CASES.update(PLANTED)
+CASES.update({bug: (spec, None) for bug, spec in RACES.items()})
+
+
+def verdict(report, expected):
+    messages = " / ".join([c.message for c in report.failures] + [report.error])
+    kind = "" if expected is None else f", says {expected!r}: {expected in messages}"
+    return f"{'PASS' if report.ok else 'FAIL'} ({len(report.failures)} failed cases{kind})"
+
+
+@pytest.mark.parametrize("case", CASES, ids=str)
+def test_cpu_and_gpu_agree(case):
+    spec, expected = CASES[case]
+    shapes = SUITE if case in RACES else SMALL  # a GPU needs large shapes to show a race
+    gpu = sandbox.check(spec, shapes=shapes, case_timeout_s=10, backend="gpu")
+    cpu = sandbox.check(spec, shapes=shapes, case_timeout_s=10, backend="cpu")
+    print(f"\n{case:<40} GPU {verdict(gpu, expected):<60} CPU {verdict(cpu, expected)}")
+    assert gpu.ok == cpu.ok
+    if expected is not None:
+        for report in (gpu, cpu):
+            assert expected in " / ".join([c.message for c in report.failures] + [report.error])
