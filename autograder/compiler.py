@@ -10,8 +10,16 @@ name and line numbers (nothing is ever prepended to their source).
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, replace
+
+# With a driver present, NVRTC 13 answers a repeated compilation from the
+# driver's compute cache (~/.nv/ComputeCache) without running ptxas, and then
+# prints no resource report (seen on an H100, CUDA 13.0). The report is the
+# point of compiling here, so the cache stays off in this process; CuPy
+# builds cubins for the GPU at hand and never needed it.
+os.environ["CUDA_CACHE_DISABLE"] = "1"
 
 # T4 (sm_75) limits, the smallest GPU the course targets; newer GPUs allow more.
 REGISTERS_PER_SM = 65536
@@ -139,19 +147,19 @@ def compile_for_arch(
             check(nvrtc.nvrtcAddNameExpression(prog, expr.encode()), "name expression")
         opts = [*options, f"--gpu-architecture={arch}", "--ptxas-options=-v"]
         (err,) = nvrtc.nvrtcCompileProgram(prog, len(opts), [o.encode() for o in opts])
-        (size,) = check(nvrtc.nvrtcGetProgramLogSize(prog), "log size")
-        log = b" " * size
-        check(nvrtc.nvrtcGetProgramLog(prog, log), "log")
-        log = log.rstrip(b"\x00 ").decode(errors="replace")
+        log = _text(
+            nvrtc.nvrtcGetProgramLog,
+            check(nvrtc.nvrtcGetProgramLogSize(prog), "log")[0],
+            prog,
+            check,
+        )
         if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
             raise CompileError(filename, log, compiler)
         lowered = {}
         for expr in name_expressions:
             (name,) = check(nvrtc.nvrtcGetLoweredName(prog, expr.encode()), "lowered name")
             lowered[name.decode()] = expr
-        (size,) = check(nvrtc.nvrtcGetPTXSize(prog), "PTX size")
-        ptx = b" " * size
-        check(nvrtc.nvrtcGetPTX(prog, ptx), "PTX")
+        ptx = _text(nvrtc.nvrtcGetPTX, check(nvrtc.nvrtcGetPTXSize(prog), "PTX")[0], prog, check)
     finally:
         nvrtc.nvrtcDestroyProgram(prog)
     resources = {
@@ -159,7 +167,23 @@ def compile_for_arch(
         for k, r in _parse_ptxas(log, arch).items()
         if k in lowered
     }
-    return Compiled(arch=arch, ptx=ptx.rstrip(b"\x00 ").decode(), resources=resources, log=log)
+    missing = [expr for expr in name_expressions if expr not in resources]
+    if missing:
+        raise RuntimeError(
+            f"ptxas printed no resource report for {', '.join(missing)}; "
+            "is a compilation cache answering? (CUDA_CACHE_DISABLE=1 turns it off)"
+        )
+    return Compiled(arch=arch, ptx=ptx, resources=resources, log=log)
+
+
+def _text(get, size: int, prog, check) -> str:
+    """A string NVRTC writes into a buffer we provide. The buffer must be a
+    bytearray: NVRTC writes into it in place, and writing into a bytes object
+    (as in the bindings' examples) corrupts Python's cached one-byte strings
+    when the text is empty, seen on cuda-bindings 13.3."""
+    buffer = bytearray(size)
+    check(get(prog, buffer), "text")
+    return bytes(buffer).rstrip(b"\x00").decode(errors="replace")
 
 
 _ENTRY = re.compile(r"Compiling entry function '(\S+)'")
