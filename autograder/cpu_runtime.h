@@ -67,9 +67,9 @@ inline int4 make_int4(int x, int y, int z, int w) { return {x, y, z, w}; }
 
 // CUDA's min and max take mixed argument types, as C's arithmetic does.
 template <class A, class B>
-inline auto min(A a, B b) -> decltype(a < b ? a : b) { return b < a ? b : a; }
+inline std::common_type_t<A, B> min(A a, B b) { return b < a ? b : a; }
 template <class A, class B>
-inline auto max(A a, B b) -> decltype(a < b ? a : b) { return a < b ? b : a; }
+inline std::common_type_t<A, B> max(A a, B b) { return a < b ? b : a; }
 inline float __fmaf_rn(float a, float b, float c) { return std::fma(a, b, c); }
 
 namespace __cpu {

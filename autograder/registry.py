@@ -95,6 +95,12 @@ class Step:
         return replace(self, params={**self.params, **params})
 
 
+def _thread_tiles(p: Mapping[str, int]) -> Geometry:
+    """One thread per TM x TN piece of the block's BM x BN tile (TN = 1 in 1D)."""
+    TN = p.get("TN", 1)
+    return Geometry((p["BM"] // p["TM"] * (p["BN"] // TN), 1), (p["BM"], p["BN"]))
+
+
 def _fixed(block, tile, rows_on="y"):
     return lambda p: Geometry(block=block, tile=tile, rows_on=rows_on)
 
@@ -122,7 +128,7 @@ STEPS: tuple[Step, ...] = (
         "1D register blocking",
         "sgemm_blocktiling_1d",
         params=dict(BM=128, BN=32, BK=16, TM=16),
-        layout=lambda p: Geometry((p["BM"] // p["TM"] * p["BN"], 1), (p["BM"], p["BN"])),
+        layout=_thread_tiles,
     ),
     Step(
         "05",
@@ -130,9 +136,7 @@ STEPS: tuple[Step, ...] = (
         "2D register blocking",
         "sgemm_blocktiling_2d",
         params=dict(BM=128, BN=128, BK=8, TM=8, TN=8),
-        layout=lambda p: Geometry(
-            (p["BM"] // p["TM"] * (p["BN"] // p["TN"]), 1), (p["BM"], p["BN"])
-        ),
+        layout=_thread_tiles,
     ),
     Step(
         "06",
@@ -140,9 +144,7 @@ STEPS: tuple[Step, ...] = (
         "Vectorized loads",
         "sgemm_vectorized",
         params=dict(BM=128, BN=128, BK=16, TM=8, TN=8),
-        layout=lambda p: Geometry(
-            (p["BM"] // p["TM"] * (p["BN"] // p["TN"]), 1), (p["BM"], p["BN"])
-        ),
+        layout=_thread_tiles,
     ),
     Step(
         "07",

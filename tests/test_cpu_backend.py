@@ -9,7 +9,8 @@ import pytest
 from planted import PLANTED, RACES, planted
 
 from autograder import KernelSpec, cpu, registry, sandbox
-from autograder.checker import SMALL
+from autograder.checker import MEDIUM, SMALL
+from autograder.registry import Geometry
 from autograder.compiler import CompileError
 from autograder.sandbox import BackendUnavailable
 
@@ -96,3 +97,43 @@ def test_translation_keeps_the_learners_line_numbers():
     translated = cpu.translate(source, registry.step("07").name_expression)
     body = translated.split('#line 1 "kernel.cu"\n', 1)[1].split('#line 1 "cpu_entry.cpp"')[0]
     assert body.count("\n") == source.count("\n") + 1
+
+
+# A correct kernel written with the constructs the reference ladder does not
+# use, which a learner might: dynamic shared memory, __ldg, fmaf, min/max,
+# int4, __restrict__ and a partial unroll.
+KITCHEN_SINK = """
+template <int TILE>
+__global__ void __launch_bounds__(TILE * TILE)
+sgemm_kitchen_sink(int M, int N, int K, float alpha, const float* __restrict__ A,
+                   const float* __restrict__ B, float beta, float* __restrict__ C) {
+  extern __shared__ float tiles[];  // As, then Bs
+  float* As = tiles;
+  float* Bs = tiles + TILE * TILE;
+  const int tx = threadIdx.x, ty = threadIdx.y;
+  const int row = blockIdx.y * TILE + ty, col = blockIdx.x * TILE + tx;
+  float acc = 0.0f;
+  for (int k0 = 0; k0 < K; k0 += TILE) {
+    As[ty * TILE + tx] = (row < M && k0 + tx < K) ? __ldg(&A[row * K + k0 + tx]) : 0.0f;
+    Bs[ty * TILE + tx] = (k0 + ty < K && col < N) ? __ldg(B + (k0 + ty) * N + col) : 0.0f;
+    __syncthreads();
+    const int steps = min(TILE, K - k0);
+#pragma unroll 4
+    for (int k = 0; k < steps; ++k) acc = fmaf(As[ty * TILE + k], Bs[k * TILE + tx], acc);
+    __syncthreads();
+  }
+  const int4 at = make_int4(row, col, max(row, col), 0);
+  if (at.x < M && at.y < N) C[at.x * N + at.y] = alpha * acc + beta * C[at.x * N + at.y];
+}
+"""
+
+
+def test_constructs_beyond_the_ladder_run_correctly():
+    spec = KernelSpec(
+        KITCHEN_SINK,
+        "kitchen_sink.cu",
+        "sgemm_kitchen_sink<16>",
+        Geometry(block=(16, 16), tile=(16, 16)),
+    )
+    report = check(spec, shapes=SMALL + MEDIUM)
+    assert report.ok, str(report)
