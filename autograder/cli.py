@@ -122,7 +122,33 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument(
         "--plot", type=Path, metavar="F", help="also draw GFLOP/s against size to this PNG"
     )
+    n = sub.add_parser(
+        "notebooks",
+        help="rebuild the exercise notebooks (instructors)",
+        description="Build solutions/ from kernels/ and autograder/assignments.py, then "
+        "exercises/ with nbgrader generate_assignment. Needs nbgrader.",
+    )
+    n.add_argument(
+        "--check",
+        action="store_true",
+        help="change nothing; exit 1 if solutions/ or exercises/ differ from a build",
+    )
     return p
+
+
+def _notebooks(args) -> int:
+    from . import notebooks
+
+    if args.check:
+        stale = notebooks.differences()
+        for path in stale:
+            print(f"out of date: {path}")
+        if stale:
+            print("rebuild with: python -m autograder notebooks")
+        return WRONG if stale else OK
+    notebooks.build()
+    print("solutions/ and exercises/ rebuilt")
+    return OK
 
 
 def _compile(args) -> int:
@@ -181,7 +207,9 @@ def _bench(args) -> int:
 
 def main(argv=None) -> int:
     args = _parser().parse_args(argv)
-    run = {"compile": _compile, "check": _check, "bench": _bench}[args.command]
+    run = {"compile": _compile, "check": _check, "bench": _bench, "notebooks": _notebooks}[
+        args.command
+    ]
     try:
         return run(args)
     except compiler.CompileError as e:

@@ -174,3 +174,63 @@ def check(
         child.join()
         receive.close()
     return report
+
+
+def _time_child(conn, specs: dict, size: tuple[int, int, int]) -> None:
+    import cupy
+
+    from . import bench
+
+    try:
+        launches = {name: launcher(spec) for name, spec in specs.items()}
+    except CompileError as e:
+        conn.send(("compile_error", (e.filename, e.log, e.compiler)))
+        return
+    M, N, K = size
+    rng = cupy.random.default_rng()
+    A = rng.standard_normal((M, K), dtype=cupy.float32)
+    B = rng.standard_normal((K, N), dtype=cupy.float32)
+    C = cupy.zeros((M, N), dtype=cupy.float32)
+    info = gpu.device_info()
+    gflops = {}
+    try:
+        for name, launch in launches.items():
+            ms = bench.median_ms(lambda launch=launch: launch(M, N, K, 1.0, A, B, 0.0, C))
+            gflops[name] = 2 * M * N * K / ms / 1e6
+    except (cupy.cuda.runtime.CUDARuntimeError, cupy.cuda.driver.CUDADriverError) as e:
+        conn.send(("crash", explain_cuda_error(e)))
+        return
+    conn.send(("done", (info.name, gflops)))
+
+
+def measure(specs: dict, size=(2048, 2048, 2048), timeout_s: float = 120.0):
+    """GFLOP/s of each kernel, timed one after another in one child process on
+    the GPU, so that kernels measured against each other share the conditions.
+    Returns (gpu name, {name: GFLOP/s}). Raises gpu.NoGPU, CompileError, or
+    RuntimeError for a crash or a hang."""
+    gpu.require("timing")
+    context = multiprocessing.get_context("spawn")
+    receive, send = context.Pipe(duplex=False)
+    child = context.Process(target=_time_child, args=(send, specs, size), daemon=True)
+    child.start()
+    send.close()
+    try:
+        if not receive.poll(timeout_s):
+            raise RuntimeError(f"timing did not finish within {timeout_s:.0f} s")
+        try:
+            kind, payload = receive.recv()
+        except EOFError:
+            child.join(5)
+            raise RuntimeError(
+                f"the process timing the kernels died (exit code {child.exitcode})"
+            ) from None
+        if kind == "compile_error":
+            raise CompileError(*payload)
+        if kind == "crash":
+            raise RuntimeError(payload)
+        return payload
+    finally:
+        if child.is_alive():
+            child.kill()
+        child.join()
+        receive.close()

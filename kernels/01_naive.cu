@@ -11,6 +11,7 @@
 extern "C" __global__ void sgemm_naive(int M, int N, int K, float alpha,
                                        const float* A, const float* B,
                                        float beta, float* C) {
+  // [docs:body]
   // [docs:indices]
   const int row = blockIdx.x * blockDim.x + threadIdx.x;
   const int col = blockIdx.y * blockDim.y + threadIdx.y;
@@ -24,5 +25,6 @@ extern "C" __global__ void sgemm_naive(int M, int N, int K, float alpha,
     }
     C[row * N + col] = alpha * acc + beta * C[row * N + col];
   }
+  // [docs:body-end]
 }
 // [docs:kernel-end]

@@ -11,6 +11,7 @@
 extern "C" __global__ void sgemm_coalescing(int M, int N, int K, float alpha,
                                             const float* A, const float* B,
                                             float beta, float* C) {
+  // [docs:body]
   // [docs:indices]
   const int col = blockIdx.x * blockDim.x + threadIdx.x;
   const int row = blockIdx.y * blockDim.y + threadIdx.y;
@@ -24,5 +25,6 @@ extern "C" __global__ void sgemm_coalescing(int M, int N, int K, float alpha,
     }
     C[row * N + col] = alpha * acc + beta * C[row * N + col];
   }
+  // [docs:body-end]
 }
 // [docs:kernel-end]

@@ -1,0 +1,202 @@
+"""The exercise notebooks' own words, one entry per assignment: the one place
+their text lives. autograder/notebooks.py builds solutions/<name>/<name>.ipynb
+from these entries and from kernels/ (the code a learner writes is the region
+of the kernel file between the entry's docs anchors).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Assignment:
+    name: str  # also the nbgrader assignment id and the notebook's file name
+    title: str
+    chapter: str  # the book page, e.g. "book/03_coalescing"
+    idea: str  # the chapter's idea in brief (Markdown)
+    task: str  # what to write (Markdown)
+    region: str = ""  # docs anchor of the learner's part of the kernel; "" for 00
+    hints: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def step(self) -> str:
+        return self.name[:2]
+
+
+ASSIGNMENTS = (
+    Assignment(
+        "00_cpu_triple_loop",
+        "The CPU triple loop",
+        "book/01_cpu_triple_loop",
+        idea="""\
+C = A·B with A of M×K and B of K×N takes M·N·K multiply-adds: **2·M·N·K floating-point
+operations** (FLOPs). Dividing by the time gives FLOP/s, the number every later chapter
+compares. A triple loop in Python runs about a million times slower than NumPy, which hands
+the work to an optimized BLAS; and even in a fast language, the *order* of the three loops
+decides whether the innermost loop walks memory with stride 1 or with stride N.""",
+        task="""\
+Write `matmul(A, B)` as a plain triple loop over Python lists or NumPy scalars (no `@`, no
+`np.dot`), then `matmul_ikj(A, B)` with the loops in the order i, k, j, and `gflops(M, N, K,
+seconds)`. The check cell times your loops against NumPy.""",
+        hints=(
+            "`C[i][j]` is the dot product of row i of A and column j of B: "
+            "`sum(A[i][k] * B[k][j] for k in range(K))`.",
+            "In i-k-j order, the innermost loop adds `A[i][k] * B[k][j]` to `C[i][j]` for every "
+            "j: it walks row k of B and row i of C, both with stride 1.",
+            "`gflops` is `2 * M * N * K / seconds / 1e9`.",
+        ),
+    ),
+    Assignment(
+        "01_naive",
+        "The first CUDA kernel",
+        "book/02_naive",
+        idea="""\
+A kernel is a function that every thread of a **grid** runs. Threads come in **blocks** (here
+32×32); `blockIdx`, `blockDim` and `threadIdx` tell a thread which element of C is its own.
+The grid is rounded up to whole blocks, so threads beyond the edge of C must do nothing:
+that bounds check is what makes a kernel right on 1001×777, not just on 1024×1024.""",
+        task="""\
+Write the body of `sgemm_naive`: one thread computes one element of C. As in the course's
+step 01, `threadIdx.x` walks the **rows** of C (the geometry in the registry launches the grid
+that way: `grid.x` covers the rows). About 10 lines.""",
+        region="body",
+        hints=(
+            "`row = blockIdx.x * blockDim.x + threadIdx.x`, and `col` the same along y.",
+            "Guard everything with `if (row < M && col < N)`: the last blocks stick out of C.",
+            "Accumulate in a `float`, then store `alpha * acc + beta * C[row * N + col]`.",
+        ),
+    ),
+    Assignment(
+        "02_coalescing",
+        "Global memory coalescing",
+        "book/03_coalescing",
+        idea="""\
+The 32 threads of a warp load together. When they touch 32 neighbouring floats, the hardware
+serves them with one 128-byte transaction; when they touch 32 different rows, it needs 32.
+In step 01, `threadIdx.x` walked the rows of C, so a warp read 32 rows of A. Swap the roles of
+x and y and a warp reads one row of A (a broadcast) and 32 neighbouring floats of B.""",
+        task="""\
+Rewrite the two lines that compute `row` and `col` so that `threadIdx.x` walks the
+**columns** of C (the registry launches this step with `grid.x` over the columns). The rest of
+the kernel is the same as step 01. Use the explorer below to see the transactions.""",
+        region="indices",
+        hints=(
+            "`col` now comes from the x components: `blockIdx.x * blockDim.x + threadIdx.x`.",
+            "`row` comes from y. Nothing else changes.",
+        ),
+    ),
+    Assignment(
+        "03_smem_tiling",
+        "Shared-memory tiling",
+        "book/04_smem_tiling",
+        idea="""\
+In steps 01–02 every thread reads its own row of A and column of B from global memory, so
+each value is read BS times by different threads. A block of BS×BS threads can instead copy
+one BS×BS tile of A and one of B into **shared memory**, wait with `__syncthreads()`, and let
+every thread read from there. Two barriers per tile: one before reading (the tile is
+complete), one after (nobody still reads it when the next copy starts).""",
+        task="""\
+Write the main loop: for each tile of K, copy one element of A and one of B per thread into
+`As` and `Bs` (0 outside the matrices), synchronize, accumulate the BS products, synchronize
+again. About 12 lines.""",
+        region="mainloop",
+        hints=(
+            "Thread (tx, ty) copies `A[row][k0 + tx]` into `As[ty][tx]` and "
+            "`B[k0 + ty][col]` into `Bs[ty][tx]`.",
+            "Store 0 where `k0 + tx >= K` (or `row >= M`): then the last, partial tile needs no "
+            "special case in the inner loop.",
+            "Leave out the second `__syncthreads()` and the kernel still passes small tests on a "
+            "GPU; on the CPU backend it fails every time. Try it.",
+        ),
+    ),
+    Assignment(
+        "04_blocktiling_1d",
+        "1D register blocking",
+        "book/05_blocktiling_1d",
+        idea="""\
+Each FMA in step 03 needs two shared-memory loads, and shared memory cannot feed the FMA units
+that fast. If each thread computes TM results down a column of C, it can load one value of
+`Bs` into a register and use it TM times: about 1 + 1/TM loads per FMA instead of 2.""",
+        task="""\
+Write the inner loop over the BK values of the tile: load `Bs[k][threadCol]` once, then add its
+products with TM values of `As` to the TM accumulators. About 6 lines.""",
+        region="inner",
+        hints=(
+            "`const float b = Bs[k][threadCol];` outside the loop over m.",
+            "`acc[m] += As[threadRow * TM + m][k] * b;`",
+        ),
+    ),
+    Assignment(
+        "05_blocktiling_2d",
+        "2D register blocking",
+        "book/06_blocktiling_2d",
+        idea="""\
+Keep TN values of B in registers as well as TM values of A, and every k becomes an **outer
+product**: TM + TN loads feed TM × TN FMAs. With TM = TN = 8 that is 16 loads for 64 FMAs,
+and the block's 256 threads cover a 128×128 tile of C.""",
+        task="""\
+Write the inner loop: for each k, load `regM` (TM values of a column of `As`) and `regN` (TN
+values of a row of `Bs`), then accumulate their outer product into `acc`. About 12 lines.""",
+        region="inner",
+        hints=(
+            "`regM[m] = As[threadRow * TM + m][k];` and `regN[n] = Bs[k][threadCol * TN + n];`",
+            "`acc[m][n] += regM[m] * regN[n];` in two nested loops.",
+            "`#pragma unroll` on every loop keeps `acc` in registers: a loop the compiler cannot "
+            "unroll indexes `acc` at run time, which moves it to slow local memory (see "
+            "`python -m autograder compile`).",
+        ),
+    ),
+    Assignment(
+        "06_vectorized",
+        "Vectorized loads",
+        "book/07_vectorized",
+        idea="""\
+A `float4` load moves 16 bytes in one instruction. Loading A's tile as `float4`s and storing
+it **transposed** (`As[k][m]`) makes the TM values a thread needs for one k consecutive, so
+they load as `float4`s from shared memory too. A `float4` access must be 16-byte aligned:
+when K (for A) or N (for B) is not a multiple of 4, row starts are misaligned, and the kernel
+must fall back to scalar loads. `load4` does that.""",
+        task="""\
+Write the copy of the two tiles: A's tile through `load4` and stored transposed into `As`,
+B's tile through `load4` straight into `Bs` as a `float4`. About 15 lines.""",
+        region="load",
+        hints=(
+            "Each thread copies `BM * BK / (4 * NUM_THREADS)` float4s of A: "
+            "row `r = idx / (BK / 4)`, column `c = idx % (BK / 4) * 4`.",
+            "A float4 `a` from row r, columns c..c+3 of A goes to `As[c + 0][r] = a.x; ... "
+            "As[c + 3][r] = a.w;`.",
+            "For B: `*reinterpret_cast<float4*>(&Bs[r][c]) = load4(B, k0 + r, blockCol + c, K, N, "
+            "vecB);`",
+        ),
+    ),
+    Assignment(
+        "07_warptiling",
+        "Warptiling",
+        "book/08_warptiling",
+        idea="""\
+Between the block tile and the thread tile sits the level the hardware schedules: the warp.
+Each warp computes a WM × WN piece of the block tile; inside it, each thread computes
+WMITER × WNITER small TM × TN tiles, spread WSUBM rows and WSUBN columns apart, so that the 32
+lanes read neighbouring `float4`s of shared memory. The kernel also loads the next slice of K
+into registers while it multiplies the current one.""",
+        task="""\
+Write the warp-level inner loop: for each k of the slice, load the warp's fragments of `As`
+and `Bs` into `regM` and `regN` with `copy4`, then accumulate the outer products. About 20
+lines.""",
+        region="inner",
+        hints=(
+            "The thread's rows in sub-tile wm start at "
+            "`warpRow * WM + wm * WSUBM + threadRow * TM`.",
+            "Its columns in sub-tile wn start at `warpCol * WN + wn * WSUBN + threadCol * TN`.",
+            "`copy4(&regM[wm * TM + m], &As[buf][k][...])` for m = 0, 4, ...; the same for regN.",
+        ),
+    ),
+)
+
+
+def assignment(name: str) -> Assignment:
+    for a in ASSIGNMENTS:
+        if name in (a.name, a.step):
+            return a
+    raise KeyError(f"no assignment {name!r}; they are {', '.join(a.name for a in ASSIGNMENTS)}")

@@ -1,0 +1,220 @@
+"""Interactive explorers for the exercise notebooks (ipywidgets 7 and 8).
+
+Each explorer is a pure function that computes what it shows (tested without
+a notebook) and a small widget around it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from . import registry
+
+SEGMENT_BYTES = 128  # one memory transaction serves 128 consecutive bytes
+# Datasheet figures, for orientation only (the book's appendix lists sources).
+GPUS = {
+    "Tesla T4": {"fp32_tflops": 8.1, "bandwidth_gbs": 320},
+    "A100 (40 GB)": {"fp32_tflops": 19.5, "bandwidth_gbs": 1555},
+    "H100 SXM": {"fp32_tflops": 67.0, "bandwidth_gbs": 3350},
+}
+
+
+@dataclass(frozen=True)
+class WarpAccess:
+    matrix: str
+    offsets: tuple[int, ...]  # element offsets the 32 lanes touch, lane by lane
+    segments: int  # distinct 128-byte segments: memory transactions for the warp
+
+
+def warp_accesses(threads_walk: str, N: int, K: int, warp: int = 0, k: int = 0):
+    """The elements one warp of a 32x32 block touches in A, B and C at step k of
+    the naive kernel, when threadIdx.x walks the 'rows' or the 'columns' of C."""
+    accesses = []
+    lanes = range(32)
+    # Warp w of the block holds threads 32w ... 32w + 31: threadIdx.y = w.
+    if threads_walk == "rows":  # step 01: row = threadIdx.x, col = threadIdx.y
+        rows, cols = list(lanes), [warp] * 32
+    elif threads_walk == "columns":  # step 02: col = threadIdx.x, row = threadIdx.y
+        rows, cols = [warp] * 32, list(lanes)
+    else:
+        raise ValueError("threads_walk is 'rows' or 'columns'")
+    for matrix, offsets in (
+        ("A", [r * K + k for r in rows]),
+        ("B", [k * N + c for c in cols]),
+        ("C", [r * N + c for r, c in zip(rows, cols, strict=True)]),
+    ):
+        segments = len({o * 4 // SEGMENT_BYTES for o in offsets})
+        accesses.append(WarpAccess(matrix, tuple(offsets), segments))
+    return accesses
+
+
+@dataclass(frozen=True)
+class TileCosts:
+    threads: int
+    shared_bytes: int
+    accumulators: int  # registers for C per thread, the largest part of the register budget
+    flops_per_global_byte: float  # arithmetic intensity of the block tile
+    shared_loads_per_fma: float
+    problems: tuple[str, ...]
+
+
+def tile_costs(step_id: str, **params: int) -> TileCosts:
+    """What a choice of tile parameters costs for a step of the ladder."""
+    step = registry.step(step_id).with_params(**params)
+    p = {**step.params}
+    problems = []
+    try:
+        geometry = step.geometry
+        threads = geometry.threads
+    except (ValueError, ZeroDivisionError) as e:
+        return TileCosts(0, 0, 0, 0.0, 0.0, (f"invalid: {e}",))
+    BM, BN = geometry.tile
+    BK = p.get("BK", p.get("BS", 32))
+    TM, TN = p.get("TM", 1), p.get("TN", 1)
+    buffers = 2 if step.id == "07" else 1
+    shared = buffers * (BM + BN) * BK * 4
+    accumulators = BM * BN // max(threads, 1)
+    # Per k, a thread loads TM values of A and TN of B to do TM x TN FMAs.
+    loads_per_fma = (TM + TN) / (TM * TN) if step.id != "03" else 2.0
+    if step.id in ("01", "02"):
+        loads_per_fma, shared = 0.0, 0
+    intensity = 2 * BM * BN * BK / ((BM + BN) * BK * 4)
+    if threads > 1024:
+        problems.append(f"{threads} threads per block: at most 1024")
+    if shared > 48 * 1024:
+        problems.append(f"{shared} bytes of shared memory: at most 49152 without opting in")
+    if accumulators > 128:
+        problems.append(f"{accumulators} accumulators per thread: expect register spills")
+    for name in ("BM", "BN"):
+        per = {"BM": TM, "BN": TN}[name]
+        if name in p and p[name] % per:
+            problems.append(f"{name} = {p[name]} is not a multiple of T{name[1]} = {per}")
+    return TileCosts(
+        threads, shared, accumulators, round(intensity, 2), round(loads_per_fma, 3), tuple(problems)
+    )
+
+
+def floors(M: int, N: int, K: int, gpu_name: str) -> dict[str, float]:
+    """The two lower bounds on an SGEMM's time on a GPU, in milliseconds."""
+    spec = GPUS[gpu_name]
+    flops = 2 * M * N * K
+    bytes_moved = 4 * (M * K + K * N + 2 * M * N)  # read A, B, C once; write C once
+    compute_ms = flops / (spec["fp32_tflops"] * 1e12) * 1e3
+    memory_ms = bytes_moved / (spec["bandwidth_gbs"] * 1e9) * 1e3
+    return {
+        "flops": flops,
+        "bytes": bytes_moved,
+        "intensity": flops / bytes_moved,
+        "compute_ms": compute_ms,
+        "memory_ms": memory_ms,
+        "bound": "compute" if compute_ms >= memory_ms else "memory",
+    }
+
+
+# Widgets. Imported lazily: the functions above must work without Jupyter.
+
+
+def warp_explorer():
+    import ipywidgets as w
+    import matplotlib.pyplot as plt
+
+    def show(threads_walk, N, K, warp):
+        fig, axes = plt.subplots(1, 3, figsize=(11, 2.8))
+        for ax, access in zip(axes, warp_accesses(threads_walk, N, K, warp), strict=True):
+            ax.scatter(range(32), [o * 4 for o in access.offsets], s=12)
+            ax.set_title(
+                f"{access.matrix}: {access.segments} transaction"
+                f"{'s' * (access.segments != 1)} of 128 B"
+            )
+            ax.set_xlabel("lane")
+        axes[0].set_ylabel("byte address")
+        fig.suptitle(f"one warp, threadIdx.x walking the {threads_walk} of C")
+        fig.tight_layout()
+        plt.show()
+
+    return w.interactive(
+        show,
+        threads_walk=w.Dropdown(options=["rows", "columns"]),
+        N=w.IntSlider(value=777, min=32, max=4096, step=1),
+        K=w.IntSlider(value=513, min=1, max=4096, step=1),
+        warp=w.IntSlider(value=0, min=0, max=31),
+    )
+
+
+def tile_explorer(step_id: str):
+    import ipywidgets as w
+
+    from . import compiler
+
+    step = registry.step(step_id)
+    sliders = {
+        name: w.Dropdown(
+            options=sorted({1, 2, 4, 8, 16, 32, 64, 128, 256, value}), value=value, description=name
+        )
+        for name, value in step.params.items()
+    }
+    out = w.Output()
+    button = w.Button(description="compile for the T4 (sm_75)")
+
+    def show(**params):
+        costs = tile_costs(step_id, **params)
+        out.clear_output()
+        with out:
+            print(
+                f"threads per block: {costs.threads}\nshared memory: {costs.shared_bytes} bytes"
+                f"\naccumulators per thread: {costs.accumulators}\n"
+                f"FLOPs per byte loaded from global memory: {costs.flops_per_global_byte}\n"
+                f"shared-memory loads per FMA: {costs.shared_loads_per_fma}"
+            )
+            for problem in costs.problems:
+                print("problem:", problem)
+
+    def compile_now(_):
+        tuned = step.with_params(**{k: s.value for k, s in sliders.items()})
+        with out:
+            try:
+                result = compiler.compile_for_arch(
+                    tuned.source(), [tuned.name_expression], "sm_75", tuned.path.name
+                )
+                resources = result.resources[tuned.name_expression]
+                print(resources)
+                for problem in resources.problems(tuned.geometry.threads):
+                    print("problem:", problem)
+            except Exception as e:  # a static_assert names the broken constraint
+                print(str(e).splitlines()[-3:])
+
+    button.on_click(compile_now)
+    shown = w.interactive(show, **sliders)
+    return w.VBox([shown, button, out])
+
+
+def roofline_explorer():
+    import ipywidgets as w
+
+    def show(M, N, K, gpu_name):
+        f = floors(M, N, K, gpu_name)
+        print(
+            f"{f['flops'] / 1e9:.2f} GFLOP, {f['bytes'] / 1e6:.1f} MB at least, "
+            f"{f['intensity']:.1f} FLOP per byte\n"
+            f"no faster than {f['compute_ms']:.3f} ms (arithmetic) and "
+            f"{f['memory_ms']:.3f} ms (memory): {f['bound']}-bound on the {gpu_name}"
+        )
+
+    size = dict(min=1, max=8192, step=1)
+    return w.interactive(
+        show,
+        M=w.IntSlider(value=1024, **size),
+        N=w.IntSlider(value=1024, **size),
+        K=w.IntSlider(value=1024, **size),
+        gpu_name=w.Dropdown(options=list(GPUS)),
+    )
+
+
+def explorer_for(assignment: str):
+    """The explorer a notebook shows, by its assignment name."""
+    number = assignment[:2]
+    if number == "00":
+        return roofline_explorer()
+    if number in ("01", "02"):
+        return warp_explorer()
+    return tile_explorer(number)

@@ -1,0 +1,54 @@
+"""The exercise API's own rules: performance thresholds and the step-00 checks."""
+
+import json
+
+import pytest
+
+from autograder import exercise, registry
+
+
+def test_threshold_is_a_fraction_of_the_reference_timed_on_the_same_gpu():
+    fraction = json.loads(exercise.GRADING.read_text())["fraction_of_reference"]
+    minimum, source = exercise.threshold(registry.step("05"), "Tesla T4", 2000.0)
+    assert minimum == fraction * 2000.0 and "timed just now on this Tesla T4" in source
+
+
+def test_an_instructor_can_set_absolute_minimums_per_gpu(tmp_path, monkeypatch):
+    config = json.loads(exercise.GRADING.read_text())
+    config["absolute_gflops"] = {"Tesla T4": {"05": 1500}}
+    path = tmp_path / "grading.json"
+    path.write_text(json.dumps(config))
+    monkeypatch.setattr(exercise, "GRADING", path)
+    assert exercise.threshold(registry.step("05"), "Tesla T4", 9999.0)[0] == 1500
+    assert exercise.threshold(registry.step("06"), "Tesla T4", 1000.0)[0] < 1000  # fraction
+
+
+def test_the_speed_test_scores_zero_without_a_gpu_and_says_why(monkeypatch):
+    monkeypatch.setattr(exercise.gpu, "unavailable_reason", lambda: "no CUDA GPU found")
+    with pytest.raises(AssertionError, match="needs a GPU .no CUDA GPU found.: it scores zero"):
+        exercise.assert_fast_enough(registry.step("03").path)
+
+
+def matmul_ok(A, B):
+    columns = list(zip(*B, strict=True))
+    return [[sum(a * b for a, b in zip(row, col, strict=True)) for col in columns] for row in A]
+
+
+def matmul_drops_last_k(A, B):
+    columns = list(zip(*B, strict=True))
+    return [
+        [sum(a * b for a, b in zip(row[:-1], col[:-1], strict=True)) for col in columns]
+        for row in A
+    ]
+
+
+def test_step_00_checks_accept_a_right_product_and_name_a_wrong_one():
+    exercise.assert_matmul(matmul_ok, "odd")
+    with pytest.raises(AssertionError, match=r"elements wrong, first C\[0\]\[0\]"):
+        exercise.assert_matmul(matmul_drops_last_k, "small")
+
+
+def test_gflops_check_names_the_formula():
+    exercise.assert_gflops(lambda M, N, K, s: 2 * M * N * K / s / 1e9)
+    with pytest.raises(AssertionError, match="count 2 FLOPs per multiply-add"):
+        exercise.assert_gflops(lambda M, N, K, s: M * N * K / s / 1e9)
