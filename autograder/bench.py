@@ -186,11 +186,8 @@ def write_csv(rows: list[Row], path: Path) -> Path:
     return path
 
 
-def plot(rows: list[Row], path: Path) -> Path:
+def figure(rows: list[Row]):
     """GFLOP/s against problem size, one line per kernel and one for cuBLAS."""
-    import matplotlib
-
-    matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     sizes = sorted({(r.M, r.N, r.K) for r in rows}, key=lambda s: s[0] * s[1] * s[2])
@@ -215,6 +212,17 @@ def plot(rows: list[Row], path: Path) -> Path:
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()
+    return fig
+
+
+def plot(rows: list[Row], path: Path) -> Path:
+    """figure(rows) written to a PNG."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig = figure(rows)
     fig.savefig(path, dpi=120)
     plt.close(fig)
     return Path(path)

@@ -11,11 +11,12 @@ from dataclasses import dataclass
 from . import registry
 
 SEGMENT_BYTES = 128  # one memory transaction serves 128 consecutive bytes
-# Datasheet figures, for orientation only (the book's appendix lists sources).
+# NVIDIA's datasheet figures, for orientation (the book's GPU appendix shows
+# them; measured numbers always come from book/data/).
 GPUS = {
-    "Tesla T4": {"fp32_tflops": 8.1, "bandwidth_gbs": 320},
-    "A100 (40 GB)": {"fp32_tflops": 19.5, "bandwidth_gbs": 1555},
-    "H100 SXM": {"fp32_tflops": 67.0, "bandwidth_gbs": 3350},
+    "Tesla T4": {"sms": 40, "arch": "sm_75", "fp32_tflops": 8.1, "bandwidth_gbs": 320},
+    "A100 (40 GB)": {"sms": 108, "arch": "sm_80", "fp32_tflops": 19.5, "bandwidth_gbs": 1555},
+    "H100 SXM": {"sms": 132, "arch": "sm_90", "fp32_tflops": 67.0, "bandwidth_gbs": 3350},
 }
 
 

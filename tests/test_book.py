@@ -1,0 +1,50 @@
+"""The book: it builds with warnings as errors, shows every kernel file, draws its
+results from the committed data, and has a page for every exercise's chapter link."""
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from autograder import bench, registry
+from autograder.assignments import ASSIGNMENTS
+
+ROOT = Path(__file__).resolve().parent.parent
+BOOK = ROOT / "book"
+PAGES = {p.stem: p.read_text() for p in BOOK.glob("*.md")}
+
+
+def test_every_kernel_file_is_shown_in_the_book():
+    included = set()
+    for text in PAGES.values():
+        included |= set(re.findall(r"\{literalinclude\} \.\./kernels/(\S+)", text))
+        included |= set(re.findall(r":diff: \.\./kernels/(\S+)", text))
+    files = {p.name for p in (ROOT / "kernels").iterdir() if p.suffix in (".cu", ".py")}
+    assert files - included == set()
+
+
+def test_every_chapter_shows_its_measured_step_from_the_committed_data():
+    for step in registry.STEPS:
+        chapter = next(a.chapter for a in ASSIGNMENTS if a.step == step.id)
+        text = PAGES[Path(chapter).name]
+        assert f'figures.step_result("{step.id}")' in text, chapter
+    measured = {r.kernel for r in bench.read_csv(BOOK / "data" / "bench_h100_80gb_hbm3.csv")}
+    assert measured == {s.name for s in registry.STEPS}
+
+
+def test_every_exercise_links_to_a_chapter_that_exists():
+    for a in ASSIGNMENTS:
+        assert (ROOT / f"{a.chapter}.md").exists(), a.chapter
+
+
+@pytest.mark.skipif(shutil.which("jupyter-book") is None, reason="jupyter-book is not installed")
+def test_the_book_builds_with_warnings_as_errors(tmp_path):
+    result = subprocess.run(["jupyter-book", "build", str(ROOT), "--path-output", str(tmp_path),
+                             "-W", "-n", "--keep-going"], capture_output=True, text=True,
+                            timeout=900)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    html = tmp_path / "_build" / "html" / "book"
+    page = (html / "08_warptiling.html").read_text()
+    assert "sgemm_warptiling" in page and "% of cuBLAS" in page and "<img" in page
