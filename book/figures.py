@@ -34,13 +34,13 @@ def provenance(rows: list[bench.Row]) -> str:
 def ladder(kernels: list[str] | None = None):
     """GFLOP/s against size for some steps of the ladder (all by default) and cuBLAS."""
     rows = [r for r in results() if kernels is None or r.kernel in kernels]
-    fig = bench.figure(rows)
+    bench.figure(rows)
     plt.show()
     return Markdown(provenance(rows))
 
 
 def progression(size=LARGEST) -> Markdown:
-    """The ladder at one size: GFLOP/s, % of cuBLAS, % of FP32 peak, speed-up over the step before."""
+    """The ladder at one size: GFLOP/s, % of cuBLAS, % of FP32 peak, gain over the step before."""
     rows = [r for r in results() if (r.M, r.N, r.K) == size]
     lines = ["| step | GFLOP/s | % of cuBLAS | % of FP32 peak | × previous step |",
              "|---|---:|---:|---:|---:|"]
