@@ -37,6 +37,15 @@ def repository_url(config: Path = CONFIG) -> str:
     return url.group(1)
 
 
+def colab_url(assignment_name: str, url: str | None = None) -> str:
+    """The "Open in Colab" link of an exercise notebook on the repository's main branch."""
+    owner_repo = re.sub(r"^https://github.com/|\.git$", "", url or repository_url())
+    return (
+        f"https://colab.research.google.com/github/{owner_repo}/blob/main/exercises/"
+        f"{assignment_name}/{assignment_name}.ipynb"
+    )
+
+
 def mark_regions(text: str, regions: list[str], name: str) -> str:
     """text with the anchors of `regions` as solution markers and other anchors dropped."""
     lines, found = [], []
@@ -100,11 +109,7 @@ exercise.setup()"""
 def notebook(a: Assignment, url: str):
     import nbformat
 
-    owner_repo = re.sub(r"^https://github.com/|\.git$", "", url)
-    colab = (
-        f"https://colab.research.google.com/github/{owner_repo}/blob/main/exercises/"
-        f"{a.name}/{a.name}.ipynb"
-    )
+    colab = colab_url(a.name, url)
     chapter = f"{url}/blob/main/{a.chapter}.md"
     hints = "\n\n".join(
         f"<details><summary>Hint {i}</summary>\n\n{h}\n\n</details>"

@@ -144,3 +144,27 @@ def roofline(gpu_name: str = "H100 SXM"):
     ax.legend()
     fig.tight_layout()
     plt.show()
+
+
+def step_plot(step_id: str):
+    """GFLOP/s against size for a step, the step before it, and cuBLAS."""
+    step = registry.step(step_id)
+    index = registry.STEPS.index(step)
+    names = [s.name for s in registry.STEPS[max(index - 1, 0) : index + 1]]
+    rows = [r for r in results() if r.kernel in names]
+    bench.figure(rows)
+    plt.show()
+
+
+def exercise(step_id: str) -> Markdown:
+    """The chapter's exercise: its notebook, with an Open in Colab badge made from the
+    repository URL in _config.yml (its one home)."""
+    from autograder.assignments import assignment
+    from autograder.notebooks import colab_url
+
+    a = assignment(step_id)
+    colab = colab_url(a.name)
+    return Markdown(
+        f"**Exercise.** Notebook `exercises/{a.name}/{a.name}.ipynb`: write the part of the "
+        f"kernel this chapter is about, check it on odd shapes, and see it graded. "
+        f"[![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)]({colab})")

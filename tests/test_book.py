@@ -34,6 +34,14 @@ def test_every_chapter_shows_its_measured_step_from_the_committed_data():
     assert measured == {s.name for s in registry.STEPS}
 
 
+def test_every_chapter_links_to_its_exercise_and_plots_its_step():
+    for a in ASSIGNMENTS:
+        text = PAGES[Path(a.chapter).name]
+        assert f'figures.exercise("{a.step}")' in text, a.chapter
+        if a.step != "00":
+            assert f'figures.step_plot("{a.step}")' in text, a.chapter
+
+
 def test_every_exercise_links_to_a_chapter_that_exists():
     for a in ASSIGNMENTS:
         assert (ROOT / f"{a.chapter}.md").exists(), a.chapter
