@@ -133,7 +133,7 @@ def notebook(a: Assignment, url: str):
         cells += _cuda_cells(nbformat, a)
     cells += [
         _cell(nbformat, "markdown", "## Explore", "explore_intro"),
-        _cell(nbformat, "code", f'explorers.explorer_for("{a.name}")', "explore"),
+        _explorer_cell(nbformat, a),
         _cell(nbformat, "markdown", f"## Hints\n\nOpen one at a time.\n\n{hints}", "hints"),
     ]
     cells += _python_tests(nbformat) if a.step == "00" else _cuda_tests(nbformat, a)
@@ -143,6 +143,16 @@ def notebook(a: Assignment, url: str):
         "language_info": {"name": "python"},
     }
     return nb
+
+
+def _explorer_cell(nbformat, a: Assignment):
+    """The interactive explorer. Tagged skip-execution: nbgrader and nbclient leave it out
+    when they run a notebook unattended, because executing a widget cell that way
+    sometimes never returns (jupyter/nbclient#312; seen here three times); a learner
+    runs it as any other cell."""
+    cell = _cell(nbformat, "code", f'explorers.explorer_for("{a.name}")', "explore")
+    cell.metadata["tags"] = ["skip-execution"]
+    return cell
 
 
 def _cuda_cells(nbformat, a: Assignment):

@@ -49,9 +49,21 @@ def test_every_exercise_links_to_a_chapter_that_exists():
 
 @pytest.mark.skipif(shutil.which("jupyter-book") is None, reason="jupyter-book is not installed")
 def test_the_book_builds_with_warnings_as_errors(tmp_path):
-    result = subprocess.run(["jupyter-book", "build", str(ROOT), "--path-output", str(tmp_path),
-                             "-W", "-n", "--keep-going"], capture_output=True, text=True,
-                            timeout=900)
+    result = subprocess.run(
+        [
+            "jupyter-book",
+            "build",
+            str(ROOT),
+            "--path-output",
+            str(tmp_path),
+            "-W",
+            "-n",
+            "--keep-going",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     html = tmp_path / "_build" / "html" / "book"
     page = (html / "08_warptiling.html").read_text()
