@@ -239,7 +239,7 @@ def _explain(xp, got, expected, bad, C0, beta, product, tolerance, before, after
         )
     if bool(bad.any()):
         unwritten = got == C0
-        host_bad, host_unwritten = _host(xp, bad), _host(xp, unwritten & bad)
+        host_bad, host_unwritten = _host(bad), _host(unwritten & bad)
         sentence = describe_mismatch(host_bad, host_unwritten)
         hint = _whole_formula_hint(xp, got, product, C0, beta, tolerance)
         if hint:
@@ -268,13 +268,13 @@ def _whole_formula_hint(xp, got, product, C0, beta, tolerance) -> str:
 
 
 def _first_bad_element(xp, got, expected, bad, host_unwritten) -> str:
-    i, j = (int(v) for v in np.argwhere(_host(xp, bad))[0])
+    i, j = (int(v) for v in np.argwhere(_host(bad))[0])
     if host_unwritten[i, j]:
         return f" (first: ({i}, {j}), never written)"
     return f" (first: ({i}, {j}) is {float(got[i, j]):.6g}, should be {float(expected[i, j]):.6g})"
 
 
-def _host(xp, array) -> np.ndarray:
+def _host(array) -> np.ndarray:
     return array.get() if hasattr(array, "get") else np.asarray(array)
 
 

@@ -49,12 +49,8 @@ def setup() -> None:
         )
 
 
-def _spec(path) -> KernelSpec:
-    return from_file(path)
-
-
 def _report(path, shapes, backend_name=None):
-    spec = _spec(path)
+    spec = from_file(path)
     try:
         return sandbox.check(
             spec, shapes=shapes, case_timeout_s=CASE_TIMEOUT_S, backend=backend_name or backend()
@@ -107,7 +103,7 @@ def assert_fast_enough(path) -> None:
     reason = gpu.unavailable_reason()
     if reason:
         raise AssertionError(f"the performance test needs a GPU ({reason}): it scores zero here")
-    spec = _spec(path)
+    spec = from_file(path)
     step = _step_of(spec)
     size = tuple(json.loads(GRADING.read_text())["size"])
     try:

@@ -42,7 +42,7 @@ def test_compile_error_exits_2_with_the_learners_line(tmp_path):
     assert "mine.cu(2): error: expected an expression" in result.stderr
 
 
-def test_compile_warns_about_a_block_too_big_for_the_registers(tmp_path):
+def test_compile_names_an_explicit_instantiation(tmp_path):
     source = registry.step("05").source()
     path = tmp_path / "05_mine.cu"
     path.write_text(source)
@@ -61,7 +61,7 @@ def test_a_template_needs_to_know_its_parameters(tmp_path):
     assert "is a template: give --like STEP" in result.stderr
 
 
-def test_an_unknown_step_is_named(tmp_path):
+def test_an_unknown_step_is_named():
     result = run("check", str(registry.step("01").path), "--like", "42")
     assert result.returncode == 2
     assert "no step '42'; the steps are 01_naive" in result.stderr
