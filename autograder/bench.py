@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import csv
 import datetime
-from functools import partial
 import statistics
 import typing
 from dataclasses import asdict, dataclass
+from functools import partial
 from pathlib import Path
 
 import numpy as np

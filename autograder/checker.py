@@ -164,8 +164,10 @@ def run_case(
     beta: float,
     rng: np.random.Generator,
     sync: Callable[[], None] = lambda: None,
+    input_roundoff: float = 0.0,
 ) -> CaseResult:
-    """Run one shape once and judge the result."""
+    """Run one shape once and judge the result. input_roundoff: how far the
+    kernel rounds each input before multiplying, relative to it (registry.Step)."""
     M, N, K = shape.M, shape.N, shape.K
     A = xp.asarray(rng.standard_normal((M, K), dtype=np.float32))
     B = xp.asarray(rng.standard_normal((K, N), dtype=np.float32))
@@ -203,7 +205,10 @@ def run_case(
     scale = abs(ALPHA) * (xp.abs(A64) @ xp.abs(B64))
     if beta:
         scale += abs(beta) * xp.abs(C0.astype(xp.float64))
-    tolerance = (8 + 2 * math.sqrt(K)) * U * scale + 1e-30
+    # Inputs rounded by up to a relative r before multiplying (TF32: r = 2^-11)
+    # move each product by up to (2r + r^2) of its magnitude: a bound, added.
+    rounding = 2 * input_roundoff + input_roundoff**2
+    tolerance = ((8 + 2 * math.sqrt(K)) * U + rounding) * scale + 1e-30
     error = xp.abs(got.astype(xp.float64) - expected) / tolerance
     bad = ~(error <= 1)  # NaN counts as bad
     max_error = float(xp.nan_to_num(error, nan=np.inf).max())
@@ -285,6 +290,7 @@ def iter_suite(
     seed: int | None = None,
     sync: Callable[[], None] = lambda: None,
     budget: Budget = GPU_BUDGET,
+    input_roundoff: float = 0.0,
 ):
     """Run every shape with beta = 0 and beta != 0, as far as the budget allows.
 
@@ -311,7 +317,7 @@ def iter_suite(
                 continue
         for beta in (BETA,) if shape in budget.one_beta else (0.0, BETA):
             yield "start", f"{shape}, beta={beta:g}"
-            result = run_case(xp, launch, shape, beta, rng, sync)
+            result = run_case(xp, launch, shape, beta, rng, sync, input_roundoff)
             if result.seconds:
                 seconds_per_flop = result.seconds / shape.flops
             yield "result", result

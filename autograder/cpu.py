@@ -27,6 +27,8 @@ FLAGS = ("-std=c++17", "-O2", "-shared", "-fPIC", "-pthread", "-w", "-fno-strict
 # Blocks are shared out among this many OS threads.
 WORKERS = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "sgemm-course" / "cpu"
+# The dynamic shared memory a block gets here (dynamic_shared() in cpu_runtime.h).
+DYNAMIC_SHARED_BYTES = 48 * 1024
 
 # What the CPU backend cannot run, found by name so that a kernel using it gets
 # a clear refusal instead of a wrong verdict.
@@ -135,6 +137,12 @@ def compiler() -> str:
 def build(spec: KernelSpec) -> Path:
     """Compile spec for the CPU (cached by content) and return the shared library."""
     refuse_unsupported(spec.source, spec.filename)
+    if spec.geometry.shared_bytes > DYNAMIC_SHARED_BYTES:
+        raise UnsupportedOnCpu(
+            f"the CPU backend gives a block {DYNAMIC_SHARED_BYTES} bytes of dynamic shared "
+            f"memory, not the {spec.geometry.shared_bytes} this launch asks for: check this "
+            "kernel on a GPU (--backend gpu)"
+        )
     cxx = compiler()
     cpp = translate(spec.source, spec.name_expression)
     key = hashlib.sha256("\0".join([cpp, RUNTIME.read_text(), cxx, *FLAGS]).encode())

@@ -24,10 +24,13 @@ class KernelSpec:
     filename: str
     name_expression: str
     geometry: Geometry
+    input_roundoff: float = 0.0  # see registry.Step: for the checker's tolerance
 
     @classmethod
     def from_step(cls, step: Step) -> "KernelSpec":
-        return cls(step.source(), step.path.name, step.name_expression, step.geometry)
+        return cls(
+            step.source(), step.path.name, step.name_expression, step.geometry, step.input_roundoff
+        )
 
     @property
     def label(self) -> str:
@@ -103,22 +106,27 @@ def resolve(
     return f"{name}<{', '.join(str(v) for v in step.params.values())}>", step
 
 
-def from_file(
-    path: str | Path,
+def from_file(path: str | Path, **options) -> KernelSpec:
+    """Resolve a learner's .cu file into a KernelSpec (options: see from_source)."""
+    path = Path(path)
+    return from_source(path.read_text(), path.name, **options)
+
+
+def from_source(
+    source: str,
+    filename: str,
     kernel: str | None = None,
     like: str | None = None,
     block: tuple[int, int] | None = None,
     tile: tuple[int, int] | None = None,
     rows_on: str | None = None,
 ) -> KernelSpec:
-    """Resolve a learner's .cu file into a KernelSpec.
+    """Resolve a kernel's source into a KernelSpec.
 
     The geometry comes from explicit --block/--tile/--rows-on, or else from
     the step that `resolve` finds.
     """
-    path = Path(path)
-    source = path.read_text()
-    expression, step = resolve(source, path.name, kernel, like)
+    expression, step = resolve(source, filename, kernel, like)
     if block or tile:
         if not (block and tile):
             raise SpecError("give --block and --tile together (or --like STEP)")
@@ -132,7 +140,8 @@ def from_file(
             f"how should {expression} be launched? Give --like STEP to borrow a "
             "step's geometry, or --block BXxBY --tile BMxBN [--rows-on x|y]"
         )
-    return KernelSpec(source, path.name, expression, geometry)
+    roundoff = step.input_roundoff if step else 0.0
+    return KernelSpec(source, filename, expression, geometry, roundoff)
 
 
 def _guess_step(filename: str, kernel: str, like: str | None) -> Step | None:
@@ -141,7 +150,7 @@ def _guess_step(filename: str, kernel: str, like: str | None) -> Step | None:
             return registry.step(like)
         except KeyError as e:
             raise SpecError(e.args[0]) from None
-    for s in registry.STEPS:
+    for s in registry.ALL_STEPS:
         if filename.startswith(s.id + "_") or kernel == s.kernel:
             return s
     return None

@@ -39,6 +39,8 @@ _CUDA_HINTS = {
 
 def explain_cuda_error(error: Exception) -> str:
     text = str(error)
+    if type(error).__name__ == "OutOfMemoryError":
+        return f"ran out of GPU memory ({text}): is another program using this GPU?"
     name = text.split(":")[0].strip()
     key = name.lower().replace("_", "").replace("cudaerror", "")
     hint = _CUDA_HINTS.get(key)
@@ -49,12 +51,16 @@ def launcher(spec: KernelSpec):
     """Compile spec for the current GPU; return launch(M, N, K, alpha, A, B, beta, C)."""
     function = compiler.load(spec.source, spec.name_expression, spec.filename)
     block = (*spec.geometry.block, 1)
+    shared = spec.geometry.shared_bytes
+    if shared:  # a kernel gets more than 48 KB of dynamic shared memory only on request
+        function.max_dynamic_shared_size_bytes = shared
 
     def launch(M, N, K, alpha, A, B, beta, C):
         function(
             spec.geometry.grid(M, N),
             block,
             (np.int32(M), np.int32(N), np.int32(K), np.float32(alpha), A, B, np.float32(beta), C),
+            shared_mem=shared,
         )
 
     return launch
@@ -76,12 +82,26 @@ def _gpu_backend(spec: KernelSpec):
 def _cpu_backend(spec: KernelSpec):
     from . import cpu
 
+    # A kernel made of what the CPU cannot run (tensor cores, cp.async) is
+    # refused by name, before NVRTC would stop at its sm_80-only instructions.
+    cpu.refuse_unsupported(spec.source, spec.filename)
     try:  # NVRTC first, so that a compile error reads exactly as it would on a GPU
         compiler.compile_for_arch(spec.source, [spec.name_expression], "sm_75", spec.filename)
     except compiler.NvrtcUnavailable:
         pass
     launch = cpu.launcher(spec)
     return np, launch, lambda: None, CPU_BUDGET, f"the CPU ({cpu.compiler()}, no timings)"
+
+
+def _crashes() -> tuple[type[Exception], ...]:
+    """What CuPy raises when a kernel crashes, or when the GPU runs out of memory."""
+    import cupy
+
+    return (
+        cupy.cuda.runtime.CUDARuntimeError,
+        cupy.cuda.driver.CUDADriverError,
+        cupy.cuda.memory.OutOfMemoryError,
+    )
 
 
 def _child(conn, spec: KernelSpec, shapes, seed: int, backend: str) -> None:
@@ -98,18 +118,48 @@ def _child(conn, spec: KernelSpec, shapes, seed: int, backend: str) -> None:
         conn.send(("unavailable", str(e)))
         return
     conn.send(("device", device))
-    crashes = ()
-    if backend == "gpu":
-        import cupy
-
-        crashes = (cupy.cuda.runtime.CUDARuntimeError, cupy.cuda.driver.CUDADriverError)
+    crashes = _crashes() if backend == "gpu" else ()
     try:
-        for event in iter_suite(xp, launch, shapes, seed, sync, budget):
+        for event in iter_suite(xp, launch, shapes, seed, sync, budget, spec.input_roundoff):
             conn.send(event)
     except crashes as e:
         conn.send(("crash", explain_cuda_error(e)))
         return
     conn.send(("done", None))
+
+
+class Child:
+    """A spawned child process that reports over a pipe, killed on leaving the
+    `with` block whatever happened (a spawned child gets a fresh CUDA context:
+    CUDA cannot survive a fork)."""
+
+    def __init__(self, target, *args):
+        context = multiprocessing.get_context("spawn")
+        self._receive, send = context.Pipe(duplex=False)
+        self._process = context.Process(target=target, args=(send, *args), daemon=True)
+        self._process.start()
+        send.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if self._process.is_alive():
+            self._process.kill()
+        self._process.join()
+        self._receive.close()
+
+    def next(self, timeout_s: float, doing: str):
+        """The child's next (kind, payload), or ("hung", why) or ("died", why)."""
+        if not self._receive.poll(timeout_s):
+            return "hung", f"{doing}: did not finish within {timeout_s:.0f} s"
+        try:
+            return self._receive.recv()
+        except EOFError:
+            self._process.join(5)
+            return "died", (
+                f"{doing}: the process running the kernel died (exit code {self._process.exitcode})"
+            )
 
 
 def check(
@@ -129,27 +179,16 @@ def check(
         gpu.require("check")
     seed = fresh_seed() if seed is None else seed
     report = Report(kernel=spec.label, device=f"the {backend.upper()}", seed=seed)
-    context = multiprocessing.get_context("spawn")  # CUDA cannot survive a fork
-    receive, send = context.Pipe(duplex=False)
-    child = context.Process(target=_child, args=(send, spec, shapes, seed, backend), daemon=True)
-    child.start()
-    send.close()
     running, timeout = "compiling", COMPILE_TIMEOUT_S
-    try:
+    with Child(_child, spec, shapes, seed, backend) as child:
         while True:
-            if not receive.poll(timeout):
-                report.error = (
-                    f"{running}: did not finish within {timeout:.0f} s (an endless "
-                    "loop? check that every loop's counter reaches its bound)"
-                )
+            kind, payload = child.next(timeout, running)
+            if kind == "hung":
+                hint = "an endless loop? check that every loop's counter reaches its bound"
+                report.error = f"{payload} ({hint})"
                 break
-            try:
-                kind, payload = receive.recv()
-            except EOFError:
-                child.join(5)
-                report.error = (
-                    f"{running}: the process running the kernel died (exit code {child.exitcode})"
-                )
+            if kind == "died":
+                report.error = payload
                 break
             if kind == "compile_error":
                 raise CompileError(*payload)
@@ -168,11 +207,6 @@ def check(
                 break
             elif kind == "done":
                 break
-    finally:
-        if child.is_alive():
-            child.kill()
-        child.join()
-        receive.close()
     return report
 
 
@@ -187,17 +221,17 @@ def _time_child(conn, specs: dict, size: tuple[int, int, int]) -> None:
         conn.send(("compile_error", (e.filename, e.log, e.compiler)))
         return
     M, N, K = size
-    rng = cupy.random.default_rng()
-    A = rng.standard_normal((M, K), dtype=cupy.float32)
-    B = rng.standard_normal((K, N), dtype=cupy.float32)
-    C = cupy.zeros((M, N), dtype=cupy.float32)
     info = gpu.device_info()
     gflops = {}
     try:
+        rng = cupy.random.default_rng()
+        A = rng.standard_normal((M, K), dtype=cupy.float32)
+        B = rng.standard_normal((K, N), dtype=cupy.float32)
+        C = cupy.zeros((M, N), dtype=cupy.float32)
         for name, launch in launches.items():
             ms = bench.median_ms(lambda launch=launch: launch(M, N, K, 1.0, A, B, 0.0, C))
             gflops[name] = 2 * M * N * K / ms / 1e6
-    except (cupy.cuda.runtime.CUDARuntimeError, cupy.cuda.driver.CUDADriverError) as e:
+    except _crashes() as e:
         conn.send(("crash", explain_cuda_error(e)))
         return
     conn.send(("done", (info.name, gflops)))
@@ -209,28 +243,10 @@ def measure(specs: dict, size=(2048, 2048, 2048), timeout_s: float = 120.0):
     Returns (gpu name, {name: GFLOP/s}). Raises gpu.NoGPU, CompileError, or
     RuntimeError for a crash or a hang."""
     gpu.require("timing")
-    context = multiprocessing.get_context("spawn")
-    receive, send = context.Pipe(duplex=False)
-    child = context.Process(target=_time_child, args=(send, specs, size), daemon=True)
-    child.start()
-    send.close()
-    try:
-        if not receive.poll(timeout_s):
-            raise RuntimeError(f"timing did not finish within {timeout_s:.0f} s")
-        try:
-            kind, payload = receive.recv()
-        except EOFError:
-            child.join(5)
-            raise RuntimeError(
-                f"the process timing the kernels died (exit code {child.exitcode})"
-            ) from None
-        if kind == "compile_error":
-            raise CompileError(*payload)
-        if kind == "crash":
-            raise RuntimeError(payload)
-        return payload
-    finally:
-        if child.is_alive():
-            child.kill()
-        child.join()
-        receive.close()
+    with Child(_time_child, specs, size) as child:
+        kind, payload = child.next(timeout_s, "timing")
+    if kind == "compile_error":
+        raise CompileError(*payload)
+    if kind in ("crash", "hung", "died"):
+        raise RuntimeError(payload)
+    return payload

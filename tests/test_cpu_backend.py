@@ -10,8 +10,8 @@ from planted import PLANTED, RACES, planted
 
 from autograder import KernelSpec, cpu, registry, sandbox
 from autograder.checker import MEDIUM, SMALL
-from autograder.registry import Geometry
 from autograder.compiler import CompileError
+from autograder.registry import Geometry
 from autograder.sandbox import BackendUnavailable
 
 
