@@ -181,15 +181,18 @@ WMITER × WNITER small TM × TN tiles, spread WSUBM rows and WSUBN columns apart
 lanes read neighbouring `float4`s of shared memory. The kernel also loads the next slice of K
 into registers while it multiplies the current one.""",
         task="""\
-Write the warp-level inner loop: for each k of the slice, load the warp's fragments of `As`
-and `Bs` into `regM` and `regN` with `copy4`, then accumulate the outer products. About 20
+Write the warp level as two lambdas that the main loop calls: `load_fragments(buf, k, set)`
+loads the warp's fragments of `As[buf]` and `Bs[buf]` for one k into `regM[set]` and
+`regN[set]` with `copy4`, and `multiply(set)` accumulates their outer product into `acc`.
+The main loop loads the fragments for k + 1 while it multiplies those for k. About 25
 lines.""",
         region="inner",
         hints=(
             "The thread's rows in sub-tile wm start at "
             "`warpRow * WM + wm * WSUBM + threadRow * TM`.",
             "Its columns in sub-tile wn start at `warpCol * WN + wn * WSUBN + threadCol * TN`.",
-            "`copy4(&regM[wm * TM + m], &As[buf][k][...])` for m = 0, 4, ...; the same for regN.",
+            "`copy4(&regM[set][wm * TM + m], &As[buf][k][...])` for m = 0, 4, ...; the same for "
+            "regN; then `acc[m][n] += regM[set][m] * regN[set][n]` for every m and n.",
         ),
     ),
 )
