@@ -1,0 +1,165 @@
+"""The kernels beyond the ladder (cp.async, TF32 tensor cores): registered apart
+from the graded steps, compiled for sm_80 and later within limits and refused
+for older GPUs and the CPU with a message, checked to their own precision, and
+on a GPU correct on the whole suite."""
+
+import re
+import subprocess
+import sys
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from autograder import KernelSpec, checker, compiler, gpu, registry, sandbox
+from autograder.kernel import from_file
+from autograder.sandbox import BackendUnavailable
+
+NEW_ARCHS = ("sm_80", "sm_90")  # the A100 and the H100
+by_name = pytest.mark.parametrize("step", registry.BEYOND, ids=lambda s: s.name)
+
+
+def test_beyond_steps_are_found_by_name_but_are_not_graded_steps():
+    assert {s.name for s in registry.BEYOND}.isdisjoint(s.name for s in registry.STEPS)
+    for s in registry.BEYOND:
+        assert registry.step(s.id) is registry.step(s.slug) is s
+        assert s.min_arch == "sm_80" and not s.runs_on("sm_75") and s.runs_on("sm_90")
+
+
+def test_only_the_tensor_core_step_rounds_its_inputs():
+    assert {s.name: s.input_roundoff for s in registry.ALL_STEPS if s.input_roundoff} == {
+        "09_tensor_core_tf32": registry.TF32_INPUT_ROUNDOFF
+    }
+    step = registry.step("09")
+    assert KernelSpec.from_step(step).input_roundoff == registry.TF32_INPUT_ROUNDOFF
+    assert from_file(step.path).input_roundoff == registry.TF32_INPUT_ROUNDOFF
+    assert from_file(registry.step("07").path).input_roundoff == 0
+
+
+@pytest.fixture(scope="module", params=NEW_ARCHS)
+def compiled(request):
+    return {
+        s.id: compiler.compile_for_arch(s.source(), [s.name_expression], request.param, s.path.name)
+        for s in registry.BEYOND
+    }
+
+
+@by_name
+def test_kernel_compiles_for_sm80_and_later_without_spills(compiled, step):
+    resources = compiled[step.id].resources[step.name_expression]
+    assert resources.problems(step.geometry.threads) == [], str(resources)
+
+
+@by_name
+def test_launch_bounds_match_the_registry(compiled, step):
+    maxntid = re.search(r"\.maxntid (\d+), (\d+), (\d+)", compiled[step.id].ptx)
+    assert int(maxntid[1]) * int(maxntid[2]) * int(maxntid[3]) == step.geometry.threads
+
+
+# The least shared memory a block may have on a GPU of compute capability 8.0
+# or later: 99 KB on sm_86 and sm_89 (RTX 30 and 40 series, L4); 163 KB on an
+# A100, 227 KB on an H100.
+SM80_AND_LATER_SHARED_BYTES = 99 * 1024
+
+
+@by_name
+def test_shared_memory_fits_every_sm80_and_later_gpu(compiled, step):
+    resources = compiled[step.id].resources[step.name_expression]
+    assert resources.shared_bytes + step.geometry.shared_bytes <= SM80_AND_LATER_SHARED_BYTES
+
+
+@by_name
+def test_kernel_is_refused_for_a_t4_with_the_reason(step):
+    with pytest.raises(compiler.CompileError, match=rf"{step.name} needs sm_80 or later"):
+        compiler.compile_for_arch(step.source(), [step.name_expression], "sm_75", step.path.name)
+
+
+def test_compile_command_skips_them_for_a_t4_and_compiles_the_ladder():
+    files = [str(s.path) for s in registry.ALL_STEPS]
+    result = subprocess.run(
+        [sys.executable, "-m", "autograder", "compile", *files, "--arch", "sm_75"],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+    for s in registry.BEYOND:
+        assert f"skipped {s.path.name}: {s.name} needs sm_80 or later" in result.stdout
+    assert result.stdout.count("on sm_75:") == len(registry.STEPS)
+
+
+@by_name
+def test_cpu_backend_refuses_them_by_name(step):
+    with pytest.raises(BackendUnavailable, match="the CPU backend cannot run .* on a GPU"):
+        sandbox.check(KernelSpec.from_step(step), shapes=checker.SMALL[:1], backend="cpu")
+
+
+def _tf32(x: np.ndarray) -> np.ndarray:
+    """x rounded to TF32 (10 mantissa bits), to nearest, ties away from zero."""
+    bits = x.astype(np.float32).view(np.uint32)
+    return ((bits + np.uint32(0x1000)) & np.uint32(0xFFFFE000)).view(np.float32)
+
+
+def _tf32_launch(M, N, K, alpha, A, B, beta, C):
+    """What a TF32 kernel computes: inputs rounded to TF32, products summed in float."""
+    product = _tf32(A.reshape(M, K)).astype(np.float64) @ _tf32(B.reshape(K, N))
+    C[:] = (alpha * product + beta * C.reshape(M, N)).astype(np.float32).ravel()
+
+
+@pytest.mark.parametrize("shape", checker.SMALL + checker.MEDIUM, ids=str)
+def test_tf32_results_pass_the_tf32_tolerance(shape):
+    rng = np.random.default_rng(0)
+    tf32 = registry.TF32_INPUT_ROUNDOFF
+    for beta in (0.0, checker.BETA):
+        result = checker.run_case(np, _tf32_launch, shape, beta, rng, input_roundoff=tf32)
+        assert result.ok, result.message
+
+
+def test_tf32_results_fail_the_fp32_tolerance():
+    rng = np.random.default_rng(0)
+    result = checker.run_case(np, _tf32_launch, checker.MEDIUM[0], checker.BETA, rng)
+    assert not result.ok
+
+
+def _drop_last_k(M, N, K, alpha, A, B, beta, C):
+    """A TF32 kernel with an off-by-one: its loop over K stops one short."""
+    A, B = A.reshape(M, K)[:, :-1].ravel(), B.reshape(K, N)[:-1].ravel()
+    _tf32_launch(M, N, K - 1, alpha, A, B, beta, C)
+
+
+def test_the_tf32_tolerance_still_catches_a_dropped_term_of_k():
+    rng = np.random.default_rng(0)
+    tf32 = registry.TF32_INPUT_ROUNDOFF
+    result = checker.run_case(np, _drop_last_k, checker.MEDIUM[0], 0.0, rng, input_roundoff=tf32)
+    assert not result.ok
+
+
+def _newer_gpu_than(step) -> str | None:
+    """None when the GPU here can run step, else why not."""
+    reason = gpu.unavailable_reason()
+    if reason:
+        return reason
+    arch = gpu.device_info().arch
+    return None if step.runs_on(arch) else f"{step.name} needs {step.min_arch}; this GPU is {arch}"
+
+
+@pytest.mark.gpu
+@by_name
+def test_beyond_kernel_passes_the_whole_suite(step):
+    if reason := _newer_gpu_than(step):
+        pytest.skip(reason)
+    report = sandbox.check(KernelSpec.from_step(step))
+    assert report.ok, str(report)
+    assert not report.notes, "the large shape was skipped:\n" + str(report)
+
+
+@pytest.mark.gpu
+def test_tf32_kernel_fails_the_fp32_tolerance():
+    """The TF32 step's looser tolerance is what lets it pass, so it is needed."""
+    step = registry.step("09")
+    if reason := _newer_gpu_than(step):
+        pytest.skip(reason)
+    strict = replace(KernelSpec.from_step(step), input_roundoff=0.0)
+    report = sandbox.check(strict, shapes=checker.MEDIUM)
+    assert report.failures and not report.error, str(report)
