@@ -11,12 +11,23 @@ import argparse
 import sys
 from pathlib import Path
 
-from . import compiler, gpu, registry
+from . import compiler, gpu, grading, registry
 from .kernel import SpecError, from_file, global_kernels, resolve
 from .sandbox import BackendUnavailable
 
 OK, WRONG, UNUSABLE = 0, 1, 2
 ARCHS = ("sm_75", "sm_80", "sm_86", "sm_89", "sm_90")
+
+
+def _shard(text: str) -> tuple[int, int]:
+    """'2/8' -> (2, 8)."""
+    try:
+        k, n = (int(v) for v in text.split("/"))
+    except ValueError:
+        k = n = 0
+    if not 1 <= k <= n:
+        raise argparse.ArgumentTypeError(f"expected K/N with 1 <= K <= N, not {text!r}")
+    return k, n
 
 
 def _pair(text: str) -> tuple[int, int]:
@@ -35,6 +46,7 @@ def _pair(text: str) -> tuple[int, int]:
 
 def _parser() -> argparse.ArgumentParser:
     steps = ", ".join(s.name for s in registry.STEPS)
+    beyond = ", ".join(f"{s.name} ({s.min_arch}+)" for s in registry.BEYOND)
     p = argparse.ArgumentParser(
         prog="python -m autograder",
         description="Compile, check and time SGEMM kernels written to the course's contract: "
@@ -105,7 +117,10 @@ def _parser() -> argparse.ArgumentParser:
         "events; print GFLOP/s and %% of cuBLAS; write a CSV and a plot.",
     )
     b.add_argument(
-        "steps", nargs="*", metavar="STEP", help=f"steps to time (default: all): {steps}"
+        "steps",
+        nargs="*",
+        metavar="STEP",
+        help=f"steps to time (default: the whole ladder): {steps}; and beyond it: {beyond}",
     )
     b.add_argument(
         "--sizes",
@@ -121,6 +136,101 @@ def _parser() -> argparse.ArgumentParser:
     )
     b.add_argument(
         "--plot", type=Path, metavar="F", help="also draw GFLOP/s against size to this PNG"
+    )
+    g = sub.add_parser(
+        "grade",
+        help="grade a class's submissions for one step (instructors)",
+        description="Grade every submission in SUBMISSIONS_DIR for one step with the "
+        "notebooks' tests and points: nbgrader's submitted/<student>/<assignment>/ layout, "
+        "<student>.ipynb or <student>.cu files, or <student>/ folders holding one. Only "
+        "the kernel cell of a notebook is read; no learner Python runs. Each submission "
+        "runs in its own processes with time limits; each student's grade is saved as it "
+        "comes (a JSON file with the feedback, and a row of the CSV), and a rerun skips "
+        "students already graded from the same kernel. Exit 0 when every submission was "
+        "graded, 1 when some were not (interrupted: run it again), 2 bad usage.",
+    )
+    g.add_argument("submissions", type=Path, metavar="SUBMISSIONS_DIR")
+    g.add_argument("--assignment", required=True, metavar="STEP", help=f"the step: {steps}")
+    g.add_argument(
+        "--out", type=Path, metavar="F.csv", help="the grades (default: grades_<step>.csv)"
+    )
+    g.add_argument(
+        "--json",
+        type=Path,
+        metavar="DIR",
+        help="one feedback file per student (default: feedback_<step>/ beside the CSV)",
+    )
+    g.add_argument(
+        "--gpus",
+        metavar="LIST",
+        help="GPUs to grade on, one worker each: 'all' (default) or numbers like 0,1",
+    )
+    g.add_argument(
+        "--backend",
+        choices=("auto", "gpu", "cpu"),
+        default="auto",
+        help="gpu, or cpu (correctness only: the speed test scores zero); default auto",
+    )
+    g.add_argument("--force", action="store_true", help="regrade students graded already")
+    g.add_argument(
+        "--timeout",
+        type=float,
+        default=grading.Options.case_timeout_s,
+        metavar="S",
+        help="seconds one test case may run before it counts as a hang (default: %(default)g)",
+    )
+    g.add_argument(
+        "--timings",
+        type=int,
+        default=1,
+        metavar="N",
+        help="time each kernel N times and judge the median; the summary reports the "
+        "spread and the verdicts a single timing could have flipped (default: 1)",
+    )
+    g.add_argument(
+        "--shard",
+        type=_shard,
+        metavar="K/N",
+        help="grade only the K-th of N shares of the class and write no CSV "
+        "(a Slurm array task; --merge writes the CSV afterwards)",
+    )
+    g.add_argument(
+        "--merge",
+        action="store_true",
+        help="grade nothing: rebuild the CSV from the feedback files (after --shard runs)",
+    )
+    g.add_argument("--quiet", action="store_true", help="no progress bar")
+
+    t = sub.add_parser(
+        "tune",
+        help="search a step's tile parameters on this GPU",
+        description="Try every combination of a step's candidate tile parameters "
+        "(autograder/registry.py): reject those that break the kernel's rules or a T4's "
+        "limits before compiling, drop those that spill, check the rest on small shapes and "
+        "time them against cuBLAS. Writes every configuration's verdict to a CSV and the "
+        "best to a JSON file, and prints how to use it. Needs a GPU, except with --dry-run.",
+    )
+    t.add_argument("step", metavar="STEP", help="the step to tune: 04, 05, 06 or 07")
+    t.add_argument(
+        "--size", default="4096", metavar="SIZE", help="N or MxNxK to time at (default: 4096)"
+    )
+    t.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="list the configurations and why some are rejected before compiling; no GPU needed",
+    )
+    t.add_argument(
+        "--budget",
+        type=float,
+        default=240,
+        metavar="SECONDS",
+        help="stop timing new configurations after this long (default: 240)",
+    )
+    t.add_argument(
+        "--out",
+        type=Path,
+        metavar="STEM",
+        help="write STEM.csv and STEM.json (default: book/data/tune_<step>_<gpu>)",
     )
     n = sub.add_parser(
         "notebooks",
@@ -156,6 +266,10 @@ def _compile(args) -> int:
         source = path.read_text()
         names = [args.kernel] if args.kernel else list(global_kernels(source)) or [None]
         resolved = [resolve(source, path.name, name, args.like) for name in names]
+        too_new = [step for _, step in resolved if step and not step.runs_on(args.arch)]
+        if too_new:
+            print(f"skipped {path.name}: {too_new[0].name} needs {too_new[0].min_arch} or later")
+            continue
         result = compiler.compile_for_arch(
             source, [expr for expr, _ in resolved], args.arch, path.name
         )
@@ -171,7 +285,14 @@ def _compile(args) -> int:
 def _check(args) -> int:
     from . import checker, sandbox
 
-    spec = from_file(args.file, args.kernel, args.like, args.block, args.tile, args.rows_on)
+    spec = from_file(
+        args.file,
+        kernel=args.kernel,
+        like=args.like,
+        block=args.block,
+        tile=args.tile,
+        rows_on=args.rows_on,
+    )
     backend = args.backend
     if backend == "gpu":
         gpu.require("check")
@@ -205,11 +326,79 @@ def _bench(args) -> int:
     return OK
 
 
+def _grade(args) -> int:
+    from . import batch
+    from .gradebook import Gradebook
+
+    step = registry.step(args.assignment)
+    if step not in registry.STEPS:
+        raise ValueError(f"{step.name} is a bonus kernel, not a graded exercise")
+    out = args.out or Path(f"grades_{step.name}.csv")
+    book = Gradebook(out, args.json or out.parent / f"feedback_{step.name}")
+    if args.merge:
+        rows, missing = batch.merge(args.submissions, step, book)
+        print(f"{rows} students written to {out}")
+        if missing:
+            print(f"not graded yet: {', '.join(missing)} (run grade again to finish)")
+        return WRONG if missing else OK
+    backend = args.backend
+    if backend == "auto":
+        backend = "cpu" if gpu.unavailable_reason() else "gpu"
+    if backend == "gpu":
+        gpu.require("grading on the GPU")
+    gpus = batch.visible_gpus(args.gpus) if backend == "gpu" else None
+    where = f"GPUs {','.join(gpus)}" if gpus else "the CPU (no timings: speed scores zero)"
+    print(f"grading {step.name} from {args.submissions} on {where}")
+    options = grading.Options(backend, args.timeout, args.timings)
+    summary = batch.run(
+        args.submissions,
+        step,
+        book,
+        options,
+        gpus,
+        force=args.force,
+        part=args.shard,
+        write_csv=not args.shard,
+        progress=not args.quiet,
+    )
+    print(summary)
+    print(f"feedback in {book.feedback_dir}/" + ("" if args.shard else f", grades in {out}"))
+    return WRONG if summary.not_graded else OK
+
+
+def _tune(args) -> int:
+    from . import bench, tune
+
+    step = registry.step(args.step)
+    size = bench.parse_size(args.size)
+    if args.dry_run:
+        print(tune.dry_run_report(step, tune.candidates(step)))
+        return OK
+    try:
+        search = tune.run(step, size, args.budget)
+    except tune.TimingFailed as e:
+        print(f"tune: {e}", file=sys.stderr)
+        return WRONG
+    csv_path, json_path = tune.default_paths(search)
+    if args.out:
+        csv_path, json_path = args.out.with_suffix(".csv"), args.out.with_suffix(".json")
+    print(tune.summary(search))
+    print(f"every configuration: {tune.write_csv(search, csv_path)}")
+    if search.best:
+        print(f"the best: {tune.write_json(search, json_path)}")
+    return OK if search.best else WRONG
+
+
 def main(argv=None) -> int:
     args = _parser().parse_args(argv)
-    run = {"compile": _compile, "check": _check, "bench": _bench, "notebooks": _notebooks}[
-        args.command
-    ]
+    run = {
+        "compile": _compile,
+        "check": _check,
+        "bench": _bench,
+        "notebooks": _notebooks,
+        "grade": _grade,
+        "tune": _tune,
+    }[args.command]
     try:
         return run(args)
     except compiler.CompileError as e:

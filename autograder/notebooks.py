@@ -20,6 +20,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from . import rubric
 from .assignments import ASSIGNMENTS, Assignment
 from .registry import KERNEL_DIR, step
 
@@ -181,39 +182,20 @@ def _cuda_cells(nbformat, a: Assignment):
 
 def _cuda_tests(nbformat, a: Assignment):
     name = step(a.step).path.name
-    return [
-        _cell(
-            nbformat,
-            "markdown",
-            "## Grading\n\nThe cells below are what nbgrader runs: correct on whole tiles "
-            "(3 points), correct on shapes that are not multiples of the tile (4 points, hidden "
-            "tests), and fast enough on a GPU (3 points: at least the fraction of the reference "
-            "kernel's GFLOP/s set in `grading.json`, timed on the same GPU; zero without a "
-            "GPU).",
-            "grading",
-        ),
-        _test(
-            nbformat,
-            "test_whole_tiles",
-            3,
-            "right on 128x128x64 and 256x384x128, beta = 0 and beta != 0",
-            f'exercise.assert_correct("{name}", "whole tiles")',
-        ),
-        _test(
-            nbformat,
-            "test_odd_shapes",
-            4,
-            "right on 1x1x1 ... 1001x777x513 and (on a GPU) 4095x4097x4093, beta = 0 and beta != 0",
-            f'exercise.assert_correct("{name}", "odd")',
-            hidden=True,
-        ),
-        _test(
-            nbformat,
-            "test_fast_enough",
-            3,
-            "fast enough (needs a GPU)",
-            f'exercise.assert_fast_enough("{name}")',
-        ),
+    whole, odd, fast = rubric.CUDA_TESTS
+    intro = _cell(
+        nbformat,
+        "markdown",
+        "## Grading\n\nThe cells below are what nbgrader runs: correct on whole tiles "
+        f"({whole.points} points), correct on shapes that are not multiples of the tile "
+        f"({odd.points} points, hidden tests), and fast enough on a GPU ({fast.points} points: "
+        "at least the fraction of the reference kernel's GFLOP/s set in `grading.json`, timed "
+        "on the same GPU, for a kernel that is right on whole tiles; zero without a GPU).",
+        "grading",
+    )
+    return [intro] + [
+        _test(nbformat, t.id, t.points, t.what, t.call(name), hidden=t.hidden)
+        for t in rubric.CUDA_TESTS
     ]
 
 

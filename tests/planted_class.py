@@ -1,0 +1,144 @@
+"""A class of planted submissions for step 05, in every layout the grader accepts.
+
+Each student's kernel is the reference kernel with at most one planted
+substitution (see planted.py), so what each must score is known without
+running anything: EXPECTED gives the points per test on a GPU; on the CPU the
+speed test scores zero for everyone.
+
+    python tests/planted_class.py DIR [--students N]   # write a class of N (for the GPU runs)
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import shutil
+from pathlib import Path
+
+from autograder import registry
+
+STEP = registry.step("05")
+ROOT = Path(__file__).resolve().parent.parent
+SOLUTION = ROOT / "solutions" / STEP.name / f"{STEP.name}.ipynb"
+RELEASE = ROOT / "exercises" / STEP.name / f"{STEP.name}.ipynb"
+
+STORE = "if (row < M && col < N) {"
+K_LOOP = "for (int k0 = 0; k0 < K; k0 += BK) {"
+FMA_LOOPS = "#pragma unroll\n      for (int m = 0; m < TM; ++m) {\n#pragma unroll\n        for"
+# student kind -> (substitution or None, points per test on a GPU: whole, odd, fast)
+KINDS = {
+    "correct": (None, (3, 4, 3)),
+    # Reads A past the end of each row when K is not a multiple of BK: right on
+    # whole tiles, wrong on odd shapes.
+    "wrong_bound": (
+        (
+            "const bool inside = blockRow + r < M && k0 + c < K;",
+            "const bool inside = blockRow + r < M;",
+        ),
+        (3, 0, 3),
+    ),
+    "writes_outside_c": ((STORE, "{"), (3, 0, 3)),
+    "hangs": ((K_LOOP, K_LOOP.replace("k0 += BK", "k0 += BK * 0")), (0, 0, 0)),
+    "compile_error": (("float regN[TN];", "float regN[TN]"), (0, 0, 0)),
+    # Correct, but `acc` indexed by a loop that is not unrolled lives in local memory.
+    "slow": (
+        (FMA_LOOPS, FMA_LOOPS.replace("#pragma unroll\n      for", "#pragma unroll 1\n      for")),
+        (3, 4, 0),
+    ),
+}
+
+
+K_STEP = "#pragma unroll\n    for (int k = 0; k < BK; ++k) {"
+# Correct kernels of middling speed, for measuring how stable a speed verdict is
+# (their points depend on the GPU, so the planted class leaves them out).
+TIMING_VARIANTS = {
+    "k_loop_not_unrolled": (K_STEP, K_STEP.replace("unroll", "unroll 1")),
+    "k_loop_unrolled_twice": (K_STEP, K_STEP.replace("unroll", "unroll 2")),
+}
+
+
+def kernel_source(kind: str) -> str:
+    source = STEP.source()
+    substitution = KINDS[kind][0] if kind in KINDS else TIMING_VARIANTS[kind]
+    if substitution:
+        old, new = substitution
+        assert source.count(old) == 1, f"{old!r} must occur once in {STEP.path.name}"
+        source = source.replace(old, new)
+    return source
+
+
+def _notebook_with(kernel: str, path: Path) -> None:
+    """The solution notebook with its kernel cell replaced, as a learner's would be."""
+    import nbformat  # only here: GPU machines may lack it, and .cu classes do not need it
+
+    nb = nbformat.read(SOLUTION, as_version=4)
+    cell = next(c for c in nb.cells if c.source.startswith("%%writefile"))
+    cell.source = f"%%writefile {STEP.path.name}\n{kernel}"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, path)
+
+
+def write_class(root: Path) -> dict[str, tuple[int, int, int]]:
+    """The planted class, one student per kind and layout; returns the expected
+    points per test on a GPU, by student."""
+    root = Path(root)
+    nbgrader = root / "submitted"
+    expected = {}
+
+    def add(student, kind, points=None):
+        expected[student] = points or KINDS[kind][1]
+
+    # nbgrader's layout: the solution notebook as submitted, and the untouched release.
+    folder = nbgrader / "alice" / STEP.name
+    folder.mkdir(parents=True)
+    shutil.copy(SOLUTION, folder / SOLUTION.name)
+    add("alice", "correct")
+    folder = nbgrader / "frank" / STEP.name
+    folder.mkdir(parents=True)
+    shutil.copy(RELEASE, folder / RELEASE.name)
+    add("frank", "stub", (0, 0, 0))
+    _notebook_with(kernel_source("wrong_bound"), nbgrader / "bob" / STEP.name / SOLUTION.name)
+    add("bob", "wrong_bound")
+    # Plain .cu files and folders.
+    for student, kind in (
+        ("carol", "writes_outside_c"),
+        ("dave", "hangs"),
+        ("erin", "compile_error"),
+        ("ivan", "correct"),
+        ("judy", "slow"),
+    ):
+        (nbgrader / f"{student}.cu").write_text(kernel_source(kind))
+        add(student, kind)
+    (nbgrader / "grace").mkdir()
+    _notebook_with(kernel_source("correct"), nbgrader / "grace" / "my_work.ipynb")
+    add("grace", "correct")
+    (nbgrader / "heidi").mkdir()  # handed in nothing
+    add("heidi", "nothing", (0, 0, 0))
+    return expected
+
+
+def write_large_class(root: Path, students: int, timing_variants: bool = False) -> None:
+    """`students` .cu submissions cycling through the kinds, for throughput runs
+    (mostly correct, as a real class is: a hang costs its time limit), or through
+    the correct kernels of several speeds, for measuring the speed verdict's stability."""
+    mix = ["correct"] * 6 + ["wrong_bound", "slow", "compile_error", "writes_outside_c"]
+    if timing_variants:
+        mix = ["correct", "slow", *TIMING_VARIANTS]
+    root.mkdir(parents=True, exist_ok=True)
+    for i, kind in zip(range(students), itertools.cycle(mix)):
+        (root / f"s{i:03d}_{kind}.cu").write_text(kernel_source(kind))
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("dir", type=Path)
+    parser.add_argument("--students", type=int, help="a large class of N .cu files")
+    parser.add_argument(
+        "--timing-variants", action="store_true", help="correct kernels of several speeds"
+    )
+    args = parser.parse_args()
+    if args.students:
+        write_large_class(args.dir, args.students, args.timing_variants)
+    else:
+        write_class(args.dir)
+    print(f"wrote {args.dir}")

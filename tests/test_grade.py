@@ -1,0 +1,386 @@
+"""Batch grading (python -m autograder grade) and the pytest autograder, on the CPU
+backend: a planted class grades to the points it must score, nothing is lost or
+graded twice across reruns and interruptions, and the Slurm scripts work."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+from planted_class import K_LOOP, KINDS, STEP, kernel_source, write_class, write_large_class
+
+from autograder import gpu, rubric
+from autograder.gradebook import Gradebook, read_csv
+from autograder.grading import Grade, Score
+from autograder.sandbox import explain_cuda_error
+from autograder.submissions import Unreadable, at, find, notebook_kernel
+
+ROOT = Path(__file__).resolve().parent.parent
+TIMEOUT = "5"  # seconds per case: a hang costs this, a correct case takes well under 1 s
+# erin's kernel lost the ';' after `float regN[TN]`: the compiler stops at the next
+# statement, the K loop, and must name that line of her file.
+ERROR_LINE = kernel_source("compile_error").splitlines().index("  " + K_LOOP) + 1
+
+
+def grade(*args, **kwargs):
+    return subprocess.run(
+        [sys.executable, "-m", "autograder", "grade", *map(str, args)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        **kwargs,
+    )
+
+
+def on_cpu(root, out, *more):
+    return grade(
+        root, "--assignment", "05", "--backend", "cpu", "--timeout", TIMEOUT, "--out", out,
+        "--quiet", *more,
+    )  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def planted(tmp_path_factory):
+    """The planted class, graded once on the CPU."""
+    root = tmp_path_factory.mktemp("class")
+    expected = write_class(root)
+    out = root / "grades.csv"
+    result = on_cpu(root, out)
+    return root, out, expected, result
+
+
+def feedback(out: Path, student: str) -> dict:
+    return json.loads((out.parent / f"feedback_{STEP.name}" / f"{student}.json").read_text())
+
+
+def test_the_planted_class_grades_to_the_points_it_must_score(planted):
+    root, out, expected, result = planted
+    assert result.returncode == 0, result.stdout + result.stderr
+    rows = {r["student"]: r for r in read_csv(out)}
+    assert set(rows) == set(expected)
+    for student, (whole, odd, _fast) in expected.items():
+        row = rows[student]
+        # On the CPU the speed test scores zero for everyone.
+        got = (
+            int(row["test_whole_tiles"]),
+            int(row["test_odd_shapes"]),
+            int(row["test_fast_enough"]),
+        )
+        assert got == (whole, odd, 0), student
+        assert int(row["total"]) == whole + odd and row["max_points"] == str(rubric.MAX_POINTS)
+        assert row["backend"] == "cpu"
+    assert "graded 10 in" in result.stdout
+
+
+@pytest.mark.parametrize(
+    "student, status, test, phrase",
+    [
+        ("bob", "graded", "test_odd_shapes", "outside A"),
+        ("carol", "graded", "test_odd_shapes", "past the end of C"),
+        ("dave", "graded", "test_whole_tiles", f"did not finish within {TIMEOUT} s"),
+        ("erin", "compile error", "test_whole_tiles", f"{STEP.path.name}({ERROR_LINE}): error"),
+        ("frank", "not implemented", "test_whole_tiles", "replace the #error line"),
+        ("heidi", "no submission", "test_whole_tiles", "no submission"),
+        ("alice", "graded", "test_fast_enough", "needs a GPU"),
+    ],
+)
+def test_each_student_is_told_what_the_notebook_would_tell_them(
+    planted, student, status, test, phrase
+):
+    _, out, _, _ = planted
+    record = feedback(out, student)
+    assert record["status"] == status
+    message = next(t["message"] for t in record["tests"] if t["id"] == test)
+    assert phrase in message
+
+
+def test_a_rerun_grades_nobody_again_and_a_changed_kernel_is_regraded(planted, tmp_path):
+    root, out, _, _ = planted
+    folder = out.parent / f"feedback_{STEP.name}"
+    before = {p.name: p.stat().st_mtime_ns for p in folder.iterdir()}
+    csv_before = out.read_text()
+    again = on_cpu(root, out)
+    assert again.returncode == 0
+    assert "graded 0 in" in again.stdout and "skipped 10" in again.stdout
+    assert {p.name: p.stat().st_mtime_ns for p in folder.iterdir()} == before
+    assert out.read_text() == csv_before
+
+    ivan = root / "submitted" / "ivan.cu"
+    ivan.write_text(ivan.read_text() + "\n// a last edit\n")
+    changed = on_cpu(root, out)
+    assert "graded 1 in" in changed.stdout and "skipped 9" in changed.stdout
+    assert (
+        feedback(out, "ivan")["fingerprint"]
+        != json.loads((folder / "alice.json").read_text())["fingerprint"]
+    )
+
+
+def test_an_interrupted_run_keeps_a_consistent_csv_and_resumes(tmp_path):
+    root = tmp_path / "class"
+    write_large_class(root, 3)
+    out = tmp_path / "grades.csv"
+    folder = tmp_path / f"feedback_{STEP.name}"
+    args = [sys.executable, "-m", "autograder", "grade", root, "--assignment", "05"]
+    args += ["--backend", "cpu", "--out", out, "--quiet"]
+    run = subprocess.Popen(list(map(str, args)), cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    while not list(folder.glob("*.json")) and time.time() < deadline:
+        time.sleep(0.2)
+    run.send_signal(signal.SIGINT)  # what Ctrl-C sends
+    stdout, _ = run.communicate(timeout=60)
+    assert run.returncode == 1, stdout
+    assert "run the same command again" in stdout
+    first = {p.name: p.read_text() for p in folder.glob("*.json")}
+    assert 1 <= len(first) < 3
+    rows = read_csv(out)
+    assert sorted(r["student"] for r in rows) == sorted(Path(n).stem for n in first)
+    assert all(r["total"] == "7" for r in rows)  # whole rows, no half-written ones
+    assert not list(tmp_path.rglob("*.tmp"))
+
+    resumed = on_cpu(root, out)
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert f"graded {3 - len(first)} in" in resumed.stdout
+    assert f"skipped {len(first)}" in resumed.stdout
+    assert {n: (folder / n).read_text() for n in first} == first  # not graded twice
+    assert len(read_csv(out)) == 3
+
+
+def test_the_slurm_scripts_grade_in_shards_then_merge(tmp_path):
+    """submit.sh under a stand-in sbatch that runs each array task and the merge
+    job in turn, with the variables Slurm sets."""
+    root = tmp_path / "class"
+    write_large_class(root, 3)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "sbatch"
+    fake.write_text(
+        textwrap.dedent(f"""\
+        #!{sys.executable}
+        import os, subprocess, sys
+        args, options = sys.argv[1:], dict()
+        while args and args[0].startswith("--"):  # sbatch's own options come first
+            name, _, value = args.pop(0).partition("=")
+            options[name] = value or (args.pop(0) if name == "--wrap" else "")
+        if "--wrap" in options:
+            subprocess.run(["bash", "-c", options["--wrap"]], check=True)
+        else:
+            array = [options["--array"]]
+            rest = args
+            first, last = map(int, array[0].split("-"))
+            for task in range(first, last + 1):
+                env = dict(os.environ, SLURM_ARRAY_TASK_ID=str(task),
+                           SLURM_ARRAY_TASK_MIN=str(first),
+                           SLURM_ARRAY_TASK_COUNT=str(last - first + 1))
+                subprocess.run(["bash", *rest], check=True, env=env)
+        print("1234")
+        """)
+    )
+    fake.chmod(0o755)
+    env = dict(os.environ, PATH=f"{bin_dir}:{os.environ['PATH']}", PYTHON=sys.executable)
+    out = tmp_path / "grades.csv"
+    result = subprocess.run(
+        ["bash", "autograder/slurm/submit.sh", "2", str(root), "05", str(out)]
+        + ["--backend", "cpu", "--timeout", TIMEOUT],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert sorted(r["student"] for r in read_csv(out)) == [f"s{i:03d}_correct" for i in range(3)]
+    assert "not graded yet" not in result.stdout
+
+
+# -- the pieces, without running kernels ------------------------------------------------
+
+
+def test_find_reads_every_layout(tmp_path):
+    write_class(tmp_path)
+    found = {s.student: s for s in find(tmp_path, STEP)}
+    assert found["alice"].path.parts[-3:] == ("alice", STEP.name, f"{STEP.name}.ipynb")
+    assert found["carol"].path.name == "carol.cu"
+    assert found["grace"].path.name == "my_work.ipynb"
+    assert found["heidi"].path is None
+    with pytest.raises(Unreadable, match="no submission"):
+        found["heidi"].source(STEP)
+
+
+def test_a_folder_with_several_candidates_is_a_clear_problem(tmp_path):
+    (tmp_path / "x").mkdir()
+    (tmp_path / "x" / "a.cu").write_text("")
+    (tmp_path / "x" / "b.cu").write_text("")
+    (tmp_path / "y").mkdir()
+    (tmp_path / "y" / "notes.cu").write_text("")
+    (tmp_path / "y" / f"{STEP.name}.cu").write_text("the one")
+    x, y = find(tmp_path, STEP)
+    with pytest.raises(Unreadable, match=r"2 candidate files \(a.cu, b.cu\)"):
+        x.source(STEP)
+    assert y.source(STEP) == "the one"
+
+
+def test_a_notebook_kernel_keeps_the_learners_line_numbers(tmp_path):
+    nb = tmp_path / "n.ipynb"
+    import nbformat
+
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [
+        nbformat.v4.new_code_cell("import os"),
+        nbformat.v4.new_code_cell(f"%%writefile {STEP.path.name}\nold"),
+        nbformat.v4.new_code_cell(f"%%writefile {STEP.path.name}\nline 1\nline 2"),
+    ]
+    nbformat.write(notebook, nb)
+    assert notebook_kernel(nb, STEP.path.name) == "line 1\nline 2"  # the last one wins
+    with pytest.raises(Unreadable, match="no cell that starts with `%%writefile other.cu`"):
+        notebook_kernel(nb, "other.cu")
+    (tmp_path / "bad.ipynb").write_text("{ not json")
+    with pytest.raises(Unreadable, match="not a readable notebook"):
+        at(tmp_path / "bad.ipynb", STEP).source(STEP)
+
+
+def _grade(student, total_points, status="graded"):
+    tests = [Score(t.id, t.points, t.points if total_points else 0) for t in rubric.CUDA_TESTS]
+    return Grade(student, STEP.name, f"{student}.cu", "f" * 16, "cpu", status, tests)
+
+
+def test_the_csv_is_rebuilt_from_the_feedback_files_without_temporary_files(tmp_path):
+    book = Gradebook(tmp_path / "g.csv", tmp_path / "feedback")
+    book.put(_grade("b", 10))
+    book.put(_grade("a", 0))
+    book.put(_grade("another_class", 0))
+    assert book.write_csv(["a", "b", "c"]) == 2  # c not graded yet; another_class not in it
+    rows = read_csv(tmp_path / "g.csv")
+    assert [(r["student"], r["total"]) for r in rows] == [("a", "0"), ("b", "10")]
+    assert not list(tmp_path.rglob("*.tmp"))
+    assert book.is_current("a", "f" * 16, "cpu")
+    assert not book.is_current("a", "f" * 16, "gpu")  # the GPU also grades speed
+    book.put(_grade("a", 0, status="grader error"))
+    assert not book.is_current("a", "f" * 16, "cpu")  # our fault: grade again
+
+
+def test_merge_names_the_students_not_graded_yet(tmp_path):
+    write_large_class(tmp_path / "class", 2)
+    out = tmp_path / "g.csv"
+    book = Gradebook(out, tmp_path / f"feedback_{STEP.name}")
+    book.put(_grade("s000_correct", 10))
+    result = grade(tmp_path / "class", "--assignment", "05", "--out", out, "--merge")
+    assert result.returncode == 1
+    assert "not graded yet: s001_correct" in result.stdout
+    assert [r["student"] for r in read_csv(out)] == ["s000_correct"]
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--assignment", "99"], "no step '99'"),
+        (["--assignment", "09"], "a bonus kernel, not a graded exercise"),
+        (["--assignment", "05", "--shard", "3/2"], "expected K/N"),
+        (["--assignment", "05", "--backend", "cpu", "--shard", "0/2"], "expected K/N"),
+    ],
+)
+def test_bad_usage_is_refused_with_exit_2(tmp_path, args, message):
+    result = grade(tmp_path, *args)
+    assert result.returncode == 2
+    assert message in result.stderr
+
+
+def test_a_missing_directory_is_refused_with_exit_2(tmp_path):
+    result = grade(tmp_path / "nowhere", "--assignment", "05", "--backend", "cpu")
+    assert result.returncode == 2 and "nowhere is not a directory" in result.stderr
+
+
+def test_running_out_of_gpu_memory_is_named_as_such():
+    class OutOfMemoryError(Exception):  # what CuPy raises, by name
+        pass
+
+    error = OutOfMemoryError("Out of memory allocating 67,108,864 bytes")
+    assert explain_cuda_error(error).startswith("ran out of GPU memory (Out of memory")
+
+
+def test_grading_on_the_gpu_without_one_says_so(tmp_path):
+    if gpu.unavailable_reason() is None:
+        pytest.skip("this machine has a GPU")
+    result = grade(tmp_path, "--assignment", "05", "--backend", "gpu")
+    assert result.returncode == 2 and "needs an NVIDIA GPU" in result.stderr
+
+
+# -- the pytest autograder ---------------------------------------------------------------
+
+
+def run_pytest_autograder(*args):
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "autograder/tests",
+            "-p",
+            "no:cacheprovider",
+            *map(str, args),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+
+
+def test_the_pytest_autograder_reports_points_per_test(tmp_path):
+    root = tmp_path / "class"
+    write_class(root)
+    xml, grade_json = tmp_path / "report.xml", tmp_path / "grade.json"
+    result = run_pytest_autograder(
+        "--submission", root / "submitted" / "bob", "--assignment", "05", "--backend", "cpu",
+        "--case-timeout", TIMEOUT, f"--junitxml={xml}", "--grade-json", grade_json,
+    )  # fmt: skip
+    assert result.returncode == 1, result.stdout
+    assert "1 passed" in result.stdout and "2 failed" in result.stdout
+    assert "total                3/10" in result.stdout
+    report = xml.read_text()
+    assert '<property name="test_whole_tiles.earned" value="3" />' in report
+    assert '<property name="test_odd_shapes.points" value="4" />' in report
+    assert "outside A" in report
+    assert json.loads(grade_json.read_text())["total"] == 3
+
+
+def test_the_pytest_autograder_without_a_submission_skips_with_the_reason():
+    result = run_pytest_autograder("-rs")
+    assert result.returncode == 0
+    assert "give --submission PATH --assignment STEP" in result.stdout
+
+
+# -- on GPUs -----------------------------------------------------------------------------
+
+
+@pytest.mark.gpu
+def test_the_planted_class_grades_to_the_points_it_must_score_on_a_gpu(tmp_path):
+    expected = write_class(tmp_path / "class")
+    out = tmp_path / "grades.csv"
+    result = grade(tmp_path / "class", "--assignment", "05", "--gpus", "0", "--out", out, "--quiet")
+    assert result.returncode == 0, result.stdout + result.stderr
+    rows = {r["student"]: r for r in read_csv(out)}
+    for student, points in expected.items():
+        row = rows[student]
+        got = tuple(int(row[t.id]) for t in rubric.CUDA_TESTS)
+        assert got == points, (student, feedback(out, student)["tests"])
+    assert float(rows["alice"]["gflops"]) >= float(rows["alice"]["minimum_gflops"])
+    slow = next(t for t in feedback(out, "judy")["tests"] if t["id"] == "test_fast_enough")
+    assert "the minimum is" in slow["message"]
+
+
+@pytest.mark.gpu
+def test_every_gpu_grades_its_share_with_the_same_verdicts(tmp_path):
+    from autograder.batch import visible_gpus
+
+    gpus = visible_gpus("all")
+    write_large_class(tmp_path / "class", 10)  # every kind, shared among the GPUs
+    out = tmp_path / "grades.csv"
+    result = grade(tmp_path / "class", "--assignment", "05", "--out", out, "--quiet")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"with {len(gpus)} worker" in result.stdout
+    for row in read_csv(out):
+        kind = row["student"].split("_", 1)[1]
+        assert tuple(int(row[t.id]) for t in rubric.CUDA_TESTS) == KINDS[kind][1], row
