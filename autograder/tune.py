@@ -367,12 +367,16 @@ def write_json(search: Search, path: Path) -> Path:
     return path
 
 
-def describe(trial: Trial) -> str:
-    params = " ".join(f"{k}={v}" for k, v in trial.params.items())
+def _params_text(trial: Trial) -> str:
+    return " ".join(f"{k}={v}" for k, v in trial.params.items())
+
+
+def describe(trial: Trial, width: int = 48) -> str:
+    """One line: the parameters (padded to width), the block's size, the verdict."""
     sizes = (
         f"{trial.threads:5d} threads {trial.shared_bytes:6d} B smem" if trial.threads else " " * 25
     )
-    return f"{params:<48} {sizes}  {trial.verdict:<9} {trial.reason}"
+    return f"{_params_text(trial):<{width}} {sizes}  {trial.verdict:<9} {trial.reason}"
 
 
 def dry_run_report(step: Step, trials: list[Trial]) -> str:
@@ -382,7 +386,9 @@ def dry_run_report(step: Step, trials: list[Trial]) -> str:
         f"{step.name}: {len(trials)} configurations, {alive} to compile and time, "
         f"{len(trials) - alive} rejected before compiling"
     )
-    return "\n".join([head] + [describe(t) for t in sorted(trials, key=lambda t: not t.alive)])
+    width = max(len(_params_text(t)) for t in trials)
+    ordered = sorted(trials, key=lambda t: not t.alive)
+    return "\n".join([head] + [describe(t, width) for t in ordered])
 
 
 def summary(search: Search) -> str:
