@@ -11,7 +11,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from . import compiler, gpu, grading, registry
+from . import compiler, exercise, gpu, grading, registry
 from .kernel import SpecError, from_file, global_kernels, resolve
 from .sandbox import BackendUnavailable
 
@@ -341,9 +341,7 @@ def _grade(args) -> int:
         if missing:
             print(f"not graded yet: {', '.join(missing)} (run grade again to finish)")
         return WRONG if missing else OK
-    backend = args.backend
-    if backend == "auto":
-        backend = "cpu" if gpu.unavailable_reason() else "gpu"
+    backend = exercise.backend(args.backend)
     if backend == "gpu":
         gpu.require("grading on the GPU")
     gpus = batch.visible_gpus(args.gpus) if backend == "gpu" else None
