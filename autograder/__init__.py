@@ -8,9 +8,9 @@ print(check(KernelSpec.from_step(step)))       # needs a GPU
 from .checker import Report
 from .compiler import CompileError, compile_for_arch
 from .gpu import NoGPU
+from .judge import check
 from .kernel import KernelSpec, from_file
 from .registry import STEPS, step
-from .sandbox import check
 
 __all__ = [
     "CompileError",

@@ -1,16 +1,18 @@
 """How fast is each kernel, next to cuBLAS timed in the same process?
 
 CUDA events around each launch, a few warm-up launches first, then the median
-of repeated launches; GFLOP/s = 2*M*N*K / time. cuBLAS is CuPy's matmul with
-TF32 off (strict FP32, see gpu.py). Results carry the GPU, date and versions,
-and merge into book/data/bench_<gpu>.csv, from which the book draws its plots.
+of repeated launches on the same inputs (timing.repeated_ms); GFLOP/s as
+timing.gflops counts them. Each kernel's output is verified once, as grading
+verifies every timed launch (timing.Fingerprint), so no wrong kernel gets a
+number. cuBLAS is CuPy's matmul with TF32 off (strict FP32, see gpu.py).
+Results carry the GPU, date and versions, and merge into book/data/bench_<gpu>.csv,
+from which the book draws its plots.
 """
 
 from __future__ import annotations
 
 import csv
 import datetime
-import statistics
 import typing
 from dataclasses import asdict, dataclass
 from functools import partial
@@ -19,12 +21,13 @@ from pathlib import Path
 import numpy as np
 
 from . import gpu
+from .checker import ALPHA, SENTINEL
 from .kernel import KernelSpec
 from .registry import KERNEL_DIR
+from .timing import Fingerprint, gflops, repeated_ms
 
 DATA_DIR = KERNEL_DIR.parent / "book" / "data"
 DEFAULT_SIZES = ("1024", "2048", "4096", "1001x777x513", "4095x4097x4093")
-MIN_REPEATS, MAX_REPEATS, TARGET_SECONDS = 5, 100, 0.5
 
 
 @dataclass(frozen=True)
@@ -60,36 +63,17 @@ def parse_size(text: str) -> tuple[int, int, int]:
     return tuple(values)
 
 
-def median_ms(run, warmup: int = 3) -> float:
-    """Median time of run() in milliseconds, from CUDA events."""
-    import cupy
-
-    for _ in range(warmup):
-        run()
-    start, stop = cupy.cuda.Event(), cupy.cuda.Event()
-    times = []
-    while len(times) < MAX_REPEATS:
-        start.record()
-        run()
-        stop.record()
-        stop.synchronize()
-        times.append(cupy.cuda.get_elapsed_time(start, stop))
-        if len(times) >= MIN_REPEATS and sum(times) / 1e3 > TARGET_SECONDS:
-            break
-    return statistics.median(times)
-
-
 def bench(specs: dict[str, KernelSpec], sizes=DEFAULT_SIZES, progress=True) -> list[Row]:
     """Time every kernel and cuBLAS on every size. Raises gpu.NoGPU without a GPU."""
     gpu.require("bench")
     import cupy
     from tqdm import tqdm
 
-    from .sandbox import launcher
+    from .backends import gpu_launcher
 
     info = gpu.device_info()
     today = datetime.date.today().isoformat()
-    launches = {name: launcher(spec) for name, spec in specs.items()}
+    launches = {name: gpu_launcher(spec) for name, spec in specs.items()}
     rng = cupy.random.default_rng()
     rows = []
     bar = tqdm(total=len(sizes) * (1 + len(specs)), disable=not progress, unit="run", leave=False)
@@ -98,21 +82,26 @@ def bench(specs: dict[str, KernelSpec], sizes=DEFAULT_SIZES, progress=True) -> l
         B = rng.standard_normal((K, N), dtype=cupy.float32)
         C = cupy.zeros((M, N), dtype=cupy.float32)
         bar.set_description(f"cuBLAS {M}x{N}x{K}")
-        cublas = 2 * M * N * K / median_ms(partial(cupy.matmul, A, B, out=C)) / 1e6
+        cublas = gflops(M, N, K, repeated_ms(partial(cupy.matmul, A, B, out=C)) / 1e3)
         bar.update()
+        fingerprint = Fingerprint(cupy, A, B, ALPHA, 0.0, np.random.default_rng())
         for name, launch in launches.items():
             bar.set_description(f"{name} {M}x{N}x{K}")
-            gflops = 2 * M * N * K / median_ms(partial(launch, M, N, K, 1.0, A, B, 0.0, C)) / 1e6
+            C.fill(SENTINEL)  # a kernel that writes nothing leaves no product behind
+            rate = gflops(M, N, K, repeated_ms(partial(launch, M, N, K, ALPHA, A, B, 0.0, C)) / 1e3)
+            wrong = fingerprint.problem(cupy, C)
+            if wrong:
+                raise RuntimeError(f"{name} computed a wrong product at {M}x{N}x{K}: {wrong}")
             rows.append(
                 Row(
                     name,
                     M,
                     N,
                     K,
-                    round(gflops, 1),
+                    round(rate, 1),
                     round(cublas, 1),
-                    round(100 * gflops / cublas, 1),
-                    round(100 * gflops / info.fp32_peak_gflops, 1),
+                    round(100 * rate / cublas, 1),
+                    round(100 * rate / info.fp32_peak_gflops, 1),
                     info.name,
                     today,
                     info.cuda,

@@ -9,8 +9,11 @@ words: where the wrong elements are, what they were, what to check.
 
 The case logic is written against an array module `xp` (CuPy on a GPU, NumPy
 for tests and for the CPU backend) and a `launch` function that runs the
-kernel; `check` runs it all in a child process so that a kernel that crashes
-or hangs cannot take the caller down.
+kernel (autograder.backends); autograder.judge runs it all in a child process
+so that a kernel that crashes or hangs cannot take the caller down. The cases
+announce each launch of the kernel (`Started`, `Ran`): the time limit of a case
+covers the kernel's own run, never the inputs or the float64 reference, which
+are the grader's work.
 """
 
 from __future__ import annotations
@@ -91,6 +94,28 @@ class KernelFault(Exception):
 
 
 @dataclass(frozen=True)
+class Started:
+    """The kernel is being launched now: a case's time limit runs from here."""
+
+    label: str
+    flops: int
+
+
+@dataclass(frozen=True)
+class Ran:
+    """The kernel finished, in `seconds`; judging it is the grader's time."""
+
+    seconds: float
+
+
+@dataclass(frozen=True)
+class Note:
+    """Something about the run that is not a case's result (a shape skipped)."""
+
+    text: str
+
+
+@dataclass(frozen=True)
 class CaseResult:
     shape: Shape
     beta: float
@@ -159,22 +184,42 @@ def _pad_for(shape: Shape) -> int:
     return (256 * max(shape.N, shape.K) + 1024) // 4 * 4
 
 
-def run_case(
+def tolerance_factor(K: int, input_roundoff: float = 0.0) -> float:
+    """How far each element of C may be from the exact product, relative to
+    |alpha| |A||B| + |beta| |C|: the rounding error of a float32 dot product of
+    length K, relative to the sum of the magnitudes of its terms, is a few units
+    for the epilogue plus a term that grows like sqrt(K) (random-sign rounding
+    errors); a kernel that drops a single term of K (an off-by-one) misses by far
+    more. Inputs rounded by up to a relative r before multiplying (TF32: r = 2^-11)
+    move each product by up to (2r + r^2) of its magnitude: a bound, added."""
+    return (8 + 2 * math.sqrt(K)) * U + 2 * input_roundoff + input_roundoff**2
+
+
+def run_case(xp, launch: Launch, shape: Shape, beta: float, rng, sync=lambda: None, **kw):
+    """Run one shape and judge it; the CaseResult (see case_events)."""
+    for event in case_events(xp, launch, shape, beta, rng, sync, **kw):
+        pass
+    return event
+
+
+def case_events(
     xp,
     launch: Launch,
     shape: Shape,
     beta: float,
-    rng: np.random.Generator,
+    rng,
     sync: Callable[[], None] = lambda: None,
     input_roundoff: float = 0.0,
-) -> CaseResult:
-    """Run one shape once and judge the result. input_roundoff: how far the
-    kernel rounds each input before multiplying, relative to it (registry.Step)."""
+):
+    """Run one shape and judge the result: yields Started and Ran around each launch
+    of the kernel, then the CaseResult. input_roundoff: how far the kernel rounds
+    each input before multiplying, relative to it (registry.Step)."""
     M, N, K = shape.M, shape.N, shape.K
-    A = xp.asarray(rng.standard_normal((M, K), dtype=np.float32))
-    B = xp.asarray(rng.standard_normal((K, N), dtype=np.float32))
+    label = f"{shape}, beta={beta:g}"
+    A = rng.standard_normal((M, K), dtype=np.float32)
+    B = rng.standard_normal((K, N), dtype=np.float32)
     C0 = (
-        xp.asarray(rng.standard_normal((M, N), dtype=np.float32))
+        rng.standard_normal((M, N), dtype=np.float32)
         if beta
         else xp.full((M, N), SENTINEL, dtype=xp.float32)
     )
@@ -191,45 +236,46 @@ def run_case(
         sync()
         return c_buf, time.perf_counter() - start, note
 
+    yield Started(label, shape.flops)
     try:
         c_buf, seconds, note = run_once()
     except KernelFault as fault:
-        return CaseResult(shape, beta, False, str(fault))
+        yield Ran(0.0)
+        yield CaseResult(shape, beta, False, str(fault))
+        return
+    yield Ran(seconds)
     got = c_buf[pad : pad + M * N].reshape(M, N)
     A64, B64 = A.astype(xp.float64), B.astype(xp.float64)
     product = A64 @ B64
     c0_term = beta * C0.astype(xp.float64) if beta else 0.0
     expected = ALPHA * product + c0_term
-    # Rounding error of a float32 dot product of length K, relative to the sum
-    # of the magnitudes of its terms: a few units for the epilogue, plus a
-    # term that grows like sqrt(K) (random-sign rounding errors). A kernel
-    # that drops a single term of K (an off-by-one) misses by far more.
     scale = abs(ALPHA) * (xp.abs(A64) @ xp.abs(B64))
     if beta:
         scale += abs(beta) * xp.abs(C0.astype(xp.float64))
-    # Inputs rounded by up to a relative r before multiplying (TF32: r = 2^-11)
-    # move each product by up to (2r + r^2) of its magnitude: a bound, added.
-    rounding = 2 * input_roundoff + input_roundoff**2
-    tolerance = ((8 + 2 * math.sqrt(K)) * U + rounding) * scale + 1e-30
+    tolerance = tolerance_factor(K, input_roundoff) * scale + 1e-30
     error = xp.abs(got.astype(xp.float64) - expected) / tolerance
     bad = ~(error <= 1)  # NaN counts as bad
     max_error = float(xp.nan_to_num(error, nan=np.inf).max())
     guard_changed = (c_buf[:pad] != GUARD).sum(), (c_buf[pad + M * N :] != GUARD).sum()
     before, after = int(guard_changed[0]), int(guard_changed[1])
     if not bad.any() and not before and not after:
-        return CaseResult(shape, beta, True, max_error=max_error, seconds=seconds)
+        yield CaseResult(shape, beta, True, max_error=max_error, seconds=seconds)
+        return
 
     message = _explain(xp, got, expected, bad, C0, beta, product, tolerance, before, after)
     if note:
         message += f"; {note}"
     if bad.any():
-        again = run_once()[0][pad : pad + M * N].reshape(M, N)
+        yield Started(label + " (again, to look for a race)", shape.flops)
+        again_buf = run_once()[0]
+        yield Ran(0.0)
+        again = again_buf[pad : pad + M * N].reshape(M, N)
         if bool(((again != got) & ~(xp.isnan(again) & xp.isnan(got))).any()):
             message = (
                 "the result changes between two runs on the same input: threads race "
                 "(most often a missing __syncthreads()); " + message
             )
-    return CaseResult(shape, beta, False, message, max_error, seconds)
+    yield CaseResult(shape, beta, False, message, max_error, seconds)
 
 
 def _explain(xp, got, expected, bad, C0, beta, product, tolerance, before, after) -> str:
@@ -296,34 +342,32 @@ def iter_suite(
 ):
     """Run every shape with beta = 0 and beta != 0, as far as the budget allows.
 
-    Yields ("start", label) before each case, ("result", CaseResult) after it,
-    and ("note", text) for a shape it skips, so that a caller watching from
-    another process knows which case ran if one hangs.
+    Yields the events of each case (Started, Ran, CaseResult; see case_events)
+    and a Note for a shape it skips, so that a caller watching from another
+    process knows which case ran, and whose time it was, if one hangs.
     """
-    rng = np.random.default_rng(seed)
+    # Inputs are drawn where the kernel runs: on a GPU, drawing the large shape's
+    # 50 million numbers on the host would take longer than everything else.
+    rng = xp.random.default_rng(seed)
     seconds_per_flop = 0.0
     for shape in shapes:
         if shape in budget.seconds:
             estimate = seconds_per_flop * shape.flops
             if budget.seconds[shape] == 0:
-                yield "note", f"skipped {shape}: too large for this backend (check it on a GPU)"
+                yield Note(f"skipped {shape}: too large for this backend (check it on a GPU)")
                 continue
             if estimate > budget.seconds[shape]:
-                yield (
-                    "note",
-                    (
-                        f"skipped {shape}: at this kernel's speed here it would take about "
-                        f"{estimate:.0f} s"
-                    ),
+                yield Note(
+                    f"skipped {shape}: at this kernel's speed here it would take about "
+                    f"{estimate:.0f} s"
                 )
                 continue
         for beta in (BETA,) if shape in budget.one_beta else (0.0, BETA):
-            yield "start", f"{shape}, beta={beta:g}"
-            result = run_case(xp, launch, shape, beta, rng, sync, input_roundoff)
-            if result.seconds:  # the best rate so far: small cases pay more overhead per flop
-                rate = result.seconds / shape.flops
+            for event in case_events(xp, launch, shape, beta, rng, sync, input_roundoff):
+                yield event
+            if event.seconds:  # the best rate so far: small cases pay more overhead per flop
+                rate = event.seconds / shape.flops
                 seconds_per_flop = min(seconds_per_flop, rate) if seconds_per_flop else rate
-            yield "result", result
 
 
 def fresh_seed() -> int:

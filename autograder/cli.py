@@ -11,9 +11,10 @@ import argparse
 import sys
 from pathlib import Path
 
-from . import compiler, exercise, gpu, grading, registry
+from . import backends, compiler, gpu, grading, registry
+from .backends import BackendUnavailable
+from .judge import GraderFault
 from .kernel import SpecError, from_file, global_kernels, resolve
-from .sandbox import BackendUnavailable
 
 OK, WRONG, UNUSABLE = 0, 1, 2
 ARCHS = ("sm_75", "sm_80", "sm_86", "sm_89", "sm_90")
@@ -283,7 +284,7 @@ def _compile(args) -> int:
 
 
 def _check(args) -> int:
-    from . import checker, sandbox
+    from . import checker, judge
 
     spec = from_file(
         args.file,
@@ -293,17 +294,15 @@ def _check(args) -> int:
         tile=args.tile,
         rows_on=args.rows_on,
     )
-    backend = args.backend
+    backend = backends.resolve(args.backend)
     if backend == "gpu":
         gpu.require("check")
-    elif backend == "auto":
+    elif args.backend == "auto":
         reason = gpu.unavailable_reason()
-        backend = "cpu" if reason else "gpu"
-        if reason:
-            print(f"No GPU ({reason}): checking correctness on the CPU; timings need a GPU.")
+        print(f"No GPU ({reason}): checking correctness on the CPU; timings need a GPU.")
     print(f"{spec.label}: {spec.geometry.describe()}")
     shapes = checker.SMALL if args.quick else checker.SUITE
-    report = sandbox.check(spec, shapes=shapes, seed=args.seed, backend=backend)
+    report = judge.check(spec, shapes=shapes, seed=args.seed, backend=backend)
     print(report)
     return OK if report.ok else WRONG
 
@@ -341,7 +340,7 @@ def _grade(args) -> int:
         if missing:
             print(f"not graded yet: {', '.join(missing)} (run grade again to finish)")
         return WRONG if missing else OK
-    backend = exercise.backend(args.backend)
+    backend = backends.resolve(args.backend)
     if backend == "gpu":
         gpu.require("grading on the GPU")
     gpus = batch.visible_gpus(args.gpus) if backend == "gpu" else None
@@ -401,7 +400,7 @@ def main(argv=None) -> int:
         return run(args)
     except compiler.CompileError as e:
         print(e, file=sys.stderr)
-    except (gpu.NoGPU, compiler.NvrtcUnavailable, SpecError, BackendUnavailable) as e:
+    except (gpu.NoGPU, compiler.NvrtcUnavailable, SpecError, BackendUnavailable, GraderFault) as e:
         print(f"{args.command}: {e}", file=sys.stderr)
     except OSError as e:
         print(f"{args.command}: cannot read {e.filename}: {e.strerror}", file=sys.stderr)

@@ -1,42 +1,21 @@
-"""What the exercise notebooks call: check a kernel, and the graded tests.
+"""What the exercise notebooks call: a thin layer over autograder.verdicts.
 
     from autograder import exercise
     exercise.check("03_smem_tiling.cu")               # the full report, as the CLI prints it
     exercise.assert_correct("03_smem_tiling.cu", "odd")  # a grade cell: raises with the reason
 
-Every run happens in a child process with a time limit (see sandbox), so a
+Every run happens in a child process with time limits (autograder.judge), so a
 kernel that crashes or hangs fails its own test and the notebook goes on.
 """
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass
-from pathlib import Path
-
-from . import gpu, registry, sandbox
-from .checker import LARGE, MEDIUM, SMALL, Shape
+from . import gpu
+from .backends import resolve as backend
+from .checker import SMALL, SUITE
 from .compiler import CompileError
-from .kernel import KernelSpec, from_file
-
-# Shapes every tile of the ladder divides exactly: a kernel can be right here
-# and still wrong at the edges, which is what the "odd" suite is for.
-WHOLE_TILES = (Shape(128, 128, 64, "one block tile"), Shape(256, 384, 128, "whole tiles"))
-SUITES = {"whole tiles": WHOLE_TILES, "odd": SMALL + MEDIUM + LARGE}
-GRADING = Path(__file__).resolve().parent.parent / "grading.json"
-NOT_IMPLEMENTED = "not implemented yet"
-CASE_TIMEOUT_S = 10.0
-
-
-class NotImplementedYet(AssertionError):
-    """The learner has not replaced the #error stub yet."""
-
-
-def backend(requested: str = "auto") -> str:
-    """Where kernels run: `requested`, or for "auto" the GPU where CuPy sees one, else the CPU."""
-    if requested != "auto":
-        return requested
-    return "cpu" if gpu.unavailable_reason() else "gpu"
+from .kernel import from_file
+from .verdicts import CASE_TIMEOUT_S, NOT_IMPLEMENTED, NotImplementedYet, evaluate
 
 
 def setup() -> None:
@@ -52,154 +31,44 @@ def setup() -> None:
         )
 
 
-def _report(spec: KernelSpec, shapes, backend_name=None, case_timeout_s=CASE_TIMEOUT_S):
-    try:
-        return sandbox.check(
-            spec, shapes=shapes, case_timeout_s=case_timeout_s, backend=backend_name or backend()
-        )
-    except CompileError as e:
-        if NOT_IMPLEMENTED in e.log:
-            raise NotImplementedYet(
-                f"{NOT_IMPLEMENTED}: replace the #error line in {e.filename} with your code"
-            ) from None
-        raise
-
-
 def check(path, quick: bool = False):
     """Run the kernel in `path` on the suite and print the report (what `check` prints)."""
-    shapes = SMALL if quick else SMALL + MEDIUM + LARGE
+    from .judge import check as run_check
+
     try:
-        report = _report(from_file(path), shapes)
-    except (NotImplementedYet, CompileError) as e:
-        print(e)
+        report = run_check(
+            from_file(path), SMALL if quick else SUITE, case_timeout_s=CASE_TIMEOUT_S,
+            backend=backend(),
+        )  # fmt: skip
+    except CompileError as e:
+        stub = NOT_IMPLEMENTED in e.log
+        print(
+            f"{NOT_IMPLEMENTED}: replace the #error line in {e.filename} with your code"
+            if stub
+            else e
+        )
         return None
     print(report)
     return report
 
 
-def correctness_problems(
-    spec: KernelSpec, suites, backend_name=None, case_timeout_s=CASE_TIMEOUT_S
-) -> dict[str, str | None]:
-    """For each suite ('whole tiles', 'odd'): None if the kernel is right on every
-    shape of it, else what is wrong. One run covers them all (one compilation, and a
-    hang costs one time limit). Raises CompileError or NotImplementedYet."""
-    shapes = list(dict.fromkeys(shape for suite in suites for shape in SUITES[suite]))
-    report = _report(spec, shapes, backend_name, case_timeout_s)
-    ran = {c.shape for c in report.cases}
-    problems = {}
-    for suite in suites:
-        failures = [f"{c.label}: {c.message}" for c in report.failures if c.shape in SUITES[suite]]
-        if report.error and not ran.issuperset(SUITES[suite]):  # the run stopped before its end
-            failures.append(report.error)
-        problems[suite] = (
-            f"{len(failures)} failing: " + "\n".join(failures[:5]) if failures else None
-        )
-    return problems
-
-
-def correctness_problem(spec: KernelSpec, suite: str, **options) -> str | None:
-    return correctness_problems(spec, [suite], **options)[suite]
-
-
 def assert_correct(path, suite: str) -> None:
     """A grade cell: the kernel is right on every shape of `suite` ('whole tiles' or 'odd')."""
-    problem = correctness_problem(from_file(path), suite)
+    problem = evaluate(from_file(path), [suite], backend(), CASE_TIMEOUT_S).problems[suite]
     if problem:
         raise AssertionError(problem)
 
 
-def _grading() -> dict:
-    return json.loads(GRADING.read_text())
-
-
-def threshold(
-    step: registry.Step, gpu_name: str, reference_gflops: float, config: dict | None = None
-) -> tuple[float, str]:
-    """The GFLOP/s a kernel must reach, and where that number comes from (config:
-    grading.json, read here unless given)."""
-    config = config or _grading()
-    absolute = config.get("absolute_gflops", {}).get(gpu_name, {})
-    if step.id in absolute:
-        return float(absolute[step.id]), f"set for the {gpu_name} in {GRADING.name}"
-    fraction = config["fraction_of_reference"]
-    return fraction * reference_gflops, (
-        f"{fraction:.0%} of the reference kernel's {reference_gflops:.0f} GFLOP/s, "
-        f"timed just now on this {gpu_name}"
-    )
-
-
-@dataclass(frozen=True)
-class Timing:
-    """One timing of a kernel beside its step's reference, and the verdict."""
-
-    gpu: str
-    size: tuple[int, int, int]
-    gflops: float
-    reference_gflops: float
-    minimum: float
-    source: str  # where the minimum comes from
-
-    @property
-    def fast_enough(self) -> bool:
-        return self.gflops >= self.minimum
-
-    def __str__(self) -> str:
-        M, N, K = self.size
-        relation = "at least" if self.fast_enough else "the minimum is"
-        verdict = f"{relation} {self.minimum:.0f} ({self.source})"
-        return f"{self.gflops:.0f} GFLOP/s at {M}x{N}x{K}: {verdict}"
-
-
-def _require_gpu() -> None:
+def assert_fast_enough(path) -> None:
+    """A grade cell: the kernel is right on whole tiles and reaches the step's minimum
+    GFLOP/s on this GPU, in verified launches (autograder.timing)."""
     reason = gpu.unavailable_reason()
     if reason:
         raise AssertionError(f"the performance test needs a GPU ({reason}): it scores zero here")
-
-
-def timing(spec: KernelSpec) -> Timing:
-    """Time the kernel and its step's reference in one child process on this GPU.
-    Raises AssertionError when it cannot be timed (no GPU, a compile error, a crash)."""
-    _require_gpu()
-    step = _step_of(spec)
-    config = _grading()
-    size = tuple(config["size"])
-    try:
-        gpu_name, gflops = sandbox.measure(
-            {"yours": spec, "reference": KernelSpec.from_step(step)}, size
-        )
-    except CompileError as e:
-        raise AssertionError(str(e)) from None
-    except RuntimeError as e:
-        raise AssertionError(f"timing failed: {e}") from None
-    minimum, source = threshold(step, gpu_name, gflops["reference"], config)
-    return Timing(gpu_name, size, gflops["yours"], gflops["reference"], minimum, source)
-
-
-def not_timed(wrong: str) -> str:
-    """The speed test's verdict on a kernel that is wrong on whole tiles: a wrong
-    kernel can be arbitrarily fast, so it is not timed."""
-    return "not timed, because it is not right on whole tiles: " + wrong.split("\n")[0]
-
-
-def assert_fast_enough(path) -> None:
-    """A grade cell: the kernel is right on whole tiles and reaches the step's minimum
-    GFLOP/s on this GPU."""
-    _require_gpu()
-    spec = from_file(path)
-    wrong = correctness_problem(spec, "whole tiles")
-    if wrong:
-        raise AssertionError(not_timed(wrong))
-    measured = timing(spec)
-    if not measured.fast_enough:
-        raise AssertionError(str(measured))
-    print(measured)
-
-
-def _step_of(spec: KernelSpec) -> registry.Step:
-    for s in registry.STEPS:
-        if spec.filename.startswith(s.id + "_") or spec.name_expression.startswith(s.kernel):
-            return s
-    raise ValueError(f"{spec.filename} is not named after a step (e.g. 03_smem_tiling.cu)")
+    speed = evaluate(from_file(path), ["whole tiles"], "gpu", CASE_TIMEOUT_S, timings=1).speed
+    if not speed.passed:
+        raise AssertionError(speed.message)
+    print(speed.message)
 
 
 # Step 00: Python functions, checked in the notebook's own process.

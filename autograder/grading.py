@@ -1,8 +1,9 @@
 """Grade one submission: the rubric's tests, run as the notebook's grade cells run them.
 
-The kernel is compiled and checked in child processes (autograder.sandbox), so a
-kernel that crashes, hangs or exhausts the GPU costs its own tests and nothing
-else. A `Grade` is plain data, written to JSON as the student's feedback.
+The kernel is compiled, checked and timed in a child process (autograder.judge,
+through autograder.verdicts), so a kernel that crashes, hangs or exhausts the GPU
+costs its own tests and nothing else. A `Grade` is plain data, written to JSON
+as the student's feedback.
 """
 
 from __future__ import annotations
@@ -12,11 +13,12 @@ import time
 import traceback
 from dataclasses import asdict, dataclass, field
 
-from . import exercise, gpu, rubric
+from . import rubric, verdicts
+from .backends import BackendUnavailable
 from .compiler import CompileError
+from .judge import GraderFault
 from .kernel import SpecError, from_source
 from .registry import Step
-from .sandbox import BackendUnavailable
 from .submissions import Submission, Unreadable
 
 # A grade's status: every test ran, or why none could.
@@ -69,7 +71,7 @@ class Grade:
 @dataclass(frozen=True)
 class Options:
     backend: str = "gpu"
-    case_timeout_s: float = exercise.CASE_TIMEOUT_S
+    case_timeout_s: float = verdicts.CASE_TIMEOUT_S
     timings: int = 1  # how many times the speed test times the kernel; the verdict uses the median
 
 
@@ -84,8 +86,10 @@ def grade(submission: Submission, step: Step, options: Options) -> Grade:
         backend=options.backend,
     )
     try:
-        result.device = "CPU" if options.backend == "cpu" else gpu.device_info().name
         _run_tests(result, submission, step, options)
+    except GraderFault as e:  # the machine, not the student: regraded on the next run
+        result.status = GRADER_ERROR
+        result.tests = _all_fail(str(e))
     except Exception:  # a bug of ours must not stop the class: record it, regrade next run
         result.status = GRADER_ERROR
         result.tests = _all_fail(traceback.format_exc(limit=3))
@@ -102,7 +106,7 @@ def _all_fail(message: str) -> list[Score]:
 _STOPPED = (
     (Unreadable, UNREADABLE),
     (SpecError, UNREADABLE),
-    (exercise.NotImplementedYet, NOT_IMPLEMENTED),
+    (verdicts.NotImplementedYet, NOT_IMPLEMENTED),
     (CompileError, NOT_COMPILED),
     (BackendUnavailable, NEEDS_GPU),  # e.g. warp shuffles, which the CPU backend cannot run
 )
@@ -110,41 +114,30 @@ _STOPPED = (
 
 def _run_tests(result: Grade, submission: Submission, step: Step, options: Options) -> None:
     suites = [t.suite for t in rubric.CUDA_TESTS if t.suite]
+    timings = options.timings if options.backend == "gpu" else 0
     try:
         source = submission.source(step)
         spec = from_source(source, step.path.name, kernel=step.kernel, like=step.id)
-        wrong = exercise.correctness_problems(spec, suites, options.backend, options.case_timeout_s)
+        evaluation = verdicts.evaluate(
+            spec, suites, options.backend, options.case_timeout_s, timings
+        )
     except tuple(kind for kind, _ in _STOPPED) as e:
         status = next(status for kind, status in _STOPPED if isinstance(e, kind))
         result.status = NO_SUBMISSION if submission.path is None else status
         result.tests = _all_fail(str(e))
         return
+    result.device = evaluation.device
+    speed = evaluation.speed or verdicts.Speed(
+        False, "the performance test needs a GPU: graded on the CPU, it scores zero"
+    )
+    result.gflops, result.minimum_gflops = speed.gflops, speed.minimum
     for test in rubric.CUDA_TESTS:
         if test.suite:
-            passed, message = wrong[test.suite] is None, wrong[test.suite]
+            passed, message = (
+                evaluation.problems[test.suite] is None,
+                evaluation.problems[test.suite],
+            )
         else:
-            passed, message = _speed(result, spec, wrong["whole tiles"], options)
+            passed, message = speed.passed, speed.message
         earned = test.points if passed else 0
         result.tests.append(Score(test.id, test.points, earned, message or ""))
-
-
-def _speed(result: Grade, spec, wrong_on_whole_tiles: str | None, options: Options):
-    """(passed, what the learner is told), as exercise.assert_fast_enough judges it."""
-    if options.backend != "gpu":
-        return False, "the performance test needs a GPU: graded on the CPU, it scores zero"
-    if wrong_on_whole_tiles:
-        return False, exercise.not_timed(wrong_on_whole_tiles)
-    try:
-        timings = sorted(
-            (exercise.timing(spec) for _ in range(options.timings)), key=lambda t: t.gflops
-        )
-    except AssertionError as e:
-        return False, str(e)
-    median = timings[len(timings) // 2]
-    result.gflops = [round(t.gflops, 1) for t in timings]
-    result.minimum_gflops = round(median.minimum, 1)
-    spread = ""
-    if len(timings) > 1:
-        low, high = timings[0].gflops, timings[-1].gflops
-        spread = f"; the median of {len(timings)} timings, which ranged {low:.0f} to {high:.0f}"
-    return median.fast_enough, str(median) + spread

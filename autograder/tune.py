@@ -36,10 +36,11 @@ from pathlib import Path
 
 from . import compiler, gpu
 from .bench import DATA_DIR
+from .child import Child, Died, Hung
 from .compiler import CompileError
 from .kernel import KernelSpec
 from .registry import STEPS, Step
-from .sandbox import Child
+from .timing import gflops, repeated_ms
 
 CONFIG_TIMEOUT_S = 60.0  # compile, check and time one configuration in the child
 DEFAULT_BUDGET_S = 240.0  # stop timing new configurations after this long
@@ -183,45 +184,58 @@ def compile_stage(search: Search, progress: bool = True) -> None:
                 trial.verdict, trial.reason = "over limits", "; ".join(problems)
 
 
+@dataclass(frozen=True)
+class _Cublas:
+    gflops: float
+
+
+@dataclass(frozen=True)
+class _Started:
+    trial: int
+
+
+@dataclass(frozen=True)
+class _Settled:
+    trial: int
+    verdict: str
+    reason: str
+    gflops: float | None = None
+
+
 def _time_child(conn, specs: list[KernelSpec], size: tuple[int, int, int], seed: int) -> None:
     """Check and time each spec in turn, reporting over conn; cuBLAS first."""
     import cupy
 
-    from . import bench, checker
-    from .sandbox import explain_cuda_error, launcher
+    from . import checker
+    from .backends import explain_cuda_error, gpu_launcher
 
     M, N, K = size
     rng = cupy.random.default_rng(seed)
     A = rng.standard_normal((M, K), dtype=cupy.float32)
     B = rng.standard_normal((K, N), dtype=cupy.float32)
     C = cupy.zeros((M, N), dtype=cupy.float32)
-    flop = 2 * M * N * K
-    conn.send(("cublas", flop / bench.median_ms(partial(cupy.matmul, A, B, out=C)) / 1e6))
+    conn.send(_Cublas(gflops(M, N, K, repeated_ms(partial(cupy.matmul, A, B, out=C)) / 1e3)))
     sync = cupy.cuda.Device().synchronize
     for i, spec in enumerate(specs):
-        conn.send(("start", i))
+        conn.send(_Started(i))
         try:
-            launch = launcher(spec)
+            launch = gpu_launcher(spec)
+            events = checker.iter_suite(cupy, launch, checker.SMALL, seed, sync)
             wrong = next(
-                (
-                    r
-                    for kind, r in checker.iter_suite(cupy, launch, checker.SMALL, seed, sync)
-                    if kind == "result" and not r.ok
-                ),
-                None,
+                (r for r in events if isinstance(r, checker.CaseResult) and not r.ok), None
             )
             if wrong:
-                conn.send(("result", i, "wrong", f"{wrong.label}: {wrong.message}", None))
+                conn.send(_Settled(i, "wrong", f"{wrong.label}: {wrong.message}"))
                 continue
-            ms = bench.median_ms(partial(launch, M, N, K, 1.0, A, B, 0.0, C))
+            ms = repeated_ms(partial(launch, M, N, K, 1.0, A, B, 0.0, C))
         except CompileError as e:
-            conn.send(("result", i, "does not compile", e.log.splitlines()[0], None))
+            conn.send(_Settled(i, "does not compile", e.log.splitlines()[0]))
             continue
         except (cupy.cuda.runtime.CUDARuntimeError, cupy.cuda.driver.CUDADriverError) as e:
-            conn.send(("result", i, "crashed", explain_cuda_error(e), None))
+            conn.send(_Settled(i, "crashed", explain_cuda_error(e)))
             return  # the CUDA context is gone: a fresh child takes the rest
-        conn.send(("result", i, "timed", "", flop / ms / 1e6))
-    conn.send(("done", None))
+        conn.send(_Settled(i, "timed", "", gflops(M, N, K, ms / 1e3)))
+    conn.send(None)  # done
 
 
 def time_stage(search: Search, budget_s: float = DEFAULT_BUDGET_S, progress: bool = True) -> None:
@@ -250,35 +264,40 @@ def _run_child(search: Search, trials: list[Trial], seed: int, deadline: float, 
     running, settled = None, 0  # the trial in progress; how many are done
     with Child(_time_child, specs, search.size, seed) as child:
         while time.monotonic() < deadline:
-            message = child.next(CONFIG_TIMEOUT_S, "timing")
-            kind = message[0]
-            if kind in ("hung", "died"):
+            message = child.receive(CONFIG_TIMEOUT_S, "timing")
+            if isinstance(message, (Hung, Died)):
+                what = "hung" if isinstance(message, Hung) else "crashed"
+                why = f"{message.doing}: " + (
+                    f"did not finish within {message.seconds:.0f} s"
+                    if what == "hung"
+                    else f"the process died (exit code {message.exitcode})"
+                )
                 if running is None:
-                    raise TimingFailed(f"{message[1]}, between configurations")
-                _settle(trials[running], "hung" if kind == "hung" else "crashed", message[1])
+                    raise TimingFailed(f"{why}, between configurations")
+                _settle(trials[running], what, why)
                 bar.update()
                 return running + 1
-            if kind == "cublas":
-                search.cublas_gflops = search.cublas_gflops or message[1]
-            elif kind == "start":
-                running = message[1]
-            elif kind == "result":
-                _, i, verdict, reason, gflops = message
-                _settle(trials[i], verdict, reason, gflops, search.cublas_gflops)
-                running, settled = None, i + 1
+            if isinstance(message, _Cublas):
+                search.cublas_gflops = search.cublas_gflops or message.gflops
+            elif isinstance(message, _Started):
+                running = message.trial
+            elif isinstance(message, _Settled):
+                _settle(trials[message.trial], message.verdict, message.reason, message.gflops,
+                        search.cublas_gflops)  # fmt: skip
+                running, settled = None, message.trial + 1
                 bar.update()
-                if verdict == "crashed":  # the child stops: its CUDA context is gone
+                if message.verdict == "crashed":  # the child stops: its CUDA context is gone
                     break
-            elif kind == "done":
+            else:
                 break
     return settled
 
 
-def _settle(trial: Trial, verdict: str, reason: str, gflops=None, cublas=None) -> None:
+def _settle(trial: Trial, verdict: str, reason: str, rate=None, cublas=None) -> None:
     trial.verdict, trial.reason = verdict, reason
-    if gflops:
-        trial.gflops = round(gflops, 1)
-        trial.pct_cublas = round(100 * gflops / cublas, 1) if cublas else None
+    if rate:
+        trial.gflops = round(rate, 1)
+        trial.pct_cublas = round(100 * rate / cublas, 1) if cublas else None
 
 
 def run(

@@ -26,9 +26,11 @@ def results() -> list[bench.Row]:
 
 def provenance(rows: list[bench.Row]) -> str:
     first = rows[0]
-    return (f"Measured by `python -m autograder bench` on an {first.gpu}, {first.date}, "
-            f"CUDA {first.cuda}, CuPy {first.cupy}; cuBLAS with TF32 off in the same run "
-            f"(data: `book/data/bench_*.csv`).")
+    return (
+        f"Measured by `python -m autograder bench` on an {first.gpu}, {first.date}, "
+        f"CUDA {first.cuda}, CuPy {first.cupy}; cuBLAS with TF32 off in the same run "
+        f"(data: `book/data/bench_*.csv`)."
+    )
 
 
 def ladder(kernels: list[str] | None = None):
@@ -42,13 +44,16 @@ def ladder(kernels: list[str] | None = None):
 def progression(size=LARGEST) -> Markdown:
     """The ladder at one size: GFLOP/s, % of cuBLAS, % of FP32 peak, gain over the step before."""
     rows = [r for r in results() if (r.M, r.N, r.K) == size]
-    lines = ["| step | GFLOP/s | % of cuBLAS | % of FP32 peak | × previous step |",
-             "|---|---:|---:|---:|---:|"]
+    lines = [
+        "| step | GFLOP/s | % of cuBLAS | % of FP32 peak | × previous step |",
+        "|---|---:|---:|---:|---:|",
+    ]
     previous = None
     for r in rows:
         gain = f"{r.gflops / previous:.1f}×" if previous else ""
-        lines.append(f"| {r.kernel} | {r.gflops:.0f} | {r.pct_cublas:.1f}% | {r.pct_peak:.1f}% "
-                     f"| {gain} |")
+        lines.append(
+            f"| {r.kernel} | {r.gflops:.0f} | {r.pct_cublas:.1f}% | {r.pct_peak:.1f}% | {gain} |"
+        )
         previous = r.gflops
     lines.append(f"| cuBLAS | {rows[0].cublas_gflops:.0f} | 100% | | |")
     caption = f"\n\nAt {size[0]}×{size[1]}×{size[2]}. {provenance(rows)}"
@@ -63,15 +68,16 @@ def step_result(step_id: str) -> Markdown:
     sizes = sorted({(r.M, r.N, r.K) for r in rows}, key=lambda s: s[0] * s[1] * s[2])
     cell = {(r.kernel, (r.M, r.N, r.K)): r for r in rows}
     names = [s.name for s in (before, step) if s]
-    lines = ["| size | " + " | ".join(names) + " | cuBLAS |",
-             "|---|" + "---:|" * (len(names) + 1)]
+    lines = ["| size | " + " | ".join(names) + " | cuBLAS |", "|---|" + "---:|" * (len(names) + 1)]
     for size in sizes:
         shown = [cell.get((n, size)) for n in names]
         if not all(shown):
             continue
-        lines.append(f"| {size[0]}×{size[1]}×{size[2]} | "
-                     + " | ".join(f"{r.gflops:.0f} ({r.pct_cublas:.1f}%)" for r in shown)
-                     + f" | {shown[0].cublas_gflops:.0f} |")
+        lines.append(
+            f"| {size[0]}×{size[1]}×{size[2]} | "
+            + " | ".join(f"{r.gflops:.0f} ({r.pct_cublas:.1f}%)" for r in shown)
+            + f" | {shown[0].cublas_gflops:.0f} |"
+        )
     return Markdown("GFLOP/s (% of cuBLAS).\n\n" + "\n".join(lines) + f"\n\n{provenance(rows)}")
 
 
@@ -81,8 +87,11 @@ def warp_addresses(N: int = 777, K: int = 513):
     for row, walk in enumerate(("rows", "columns")):
         for ax, access in zip(axes[row], explorers.warp_accesses(walk, N, K), strict=True):
             ax.scatter(range(32), [o * 4 for o in access.offsets], s=10)
-            ax.set_title(f"{access.matrix}, threads walk the {walk}: {access.segments} "
-                         f"transaction{'s' * (access.segments != 1)}", fontsize=9)
+            ax.set_title(
+                f"{access.matrix}, threads walk the {walk}: {access.segments} "
+                f"transaction{'s' * (access.segments != 1)}",
+                fontsize=9,
+            )
     for ax in axes[1]:
         ax.set_xlabel("lane of the warp")
     for ax in axes[:, 0]:
@@ -103,8 +112,11 @@ def tile_hierarchy(step_id: str = "07"):
     ax.add_patch(plt.Rectangle((0, 0), BN, BM, fill=False, lw=2))
     for wr in range(BM // WM):
         for wc in range(BN // WN):
-            ax.add_patch(plt.Rectangle((wc * WN, wr * WM), WN, WM, fill=False, lw=1,
-                                       ls="--", color="tab:blue"))
+            ax.add_patch(
+                plt.Rectangle(
+                    (wc * WN, wr * WM), WN, WM, fill=False, lw=1, ls="--", color="tab:blue"
+                )
+            )
     for wm in range(WMITER):  # thread 0's tiles inside warp 0
         for wn in range(WNITER):
             ax.add_patch(plt.Rectangle((wn * WSUBN, wm * WSUBM), TN, TM, color="tab:red"))
@@ -113,8 +125,11 @@ def tile_hierarchy(step_id: str = "07"):
     ax.set_aspect("equal")
     ax.set_xlabel("columns of the block tile (BN)")
     ax.set_ylabel("rows of the block tile (BM)")
-    ax.set_title(f"block {BM}×{BN} (black), warps {WM}×{WN} (blue),\nthread 0's "
-                 f"{WMITER}×{WNITER} tiles of {TM}×{TN} (red)", fontsize=10)
+    ax.set_title(
+        f"block {BM}×{BN} (black), warps {WM}×{WN} (blue),\nthread 0's "
+        f"{WMITER}×{WNITER} tiles of {TM}×{TN} (red)",
+        fontsize=10,
+    )
     plt.show()
 
 
@@ -125,17 +140,23 @@ def roofline(gpu_name: str = "H100 SXM"):
     bandwidth = spec["bandwidth_gbs"]
     measured = {r.kernel: r.gflops for r in results() if (r.M, r.N, r.K) == LARGEST}
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    xs = [2 ** e for e in range(-3, 8)]
+    xs = [2**e for e in range(-3, 8)]
     ax.plot(xs, [min(peak, bandwidth * x) for x in xs], color="black", label=f"{gpu_name} roof")
     for step in registry.STEPS:
         if step.name not in measured:
             continue
         # Steps 01-02 read A and B straight from global memory: 2 floats per FMA.
-        intensity = 0.25 if step.id in ("01", "02") else explorers.tile_costs(
-            step.id).flops_per_global_byte
+        intensity = (
+            0.25 if step.id in ("01", "02") else explorers.tile_costs(step.id).flops_per_global_byte
+        )
         ax.scatter([intensity], [measured[step.name]], zorder=3)
-        ax.annotate(step.name, (intensity, measured[step.name]), fontsize=8,
-                    xytext=(4, -10), textcoords="offset points")
+        ax.annotate(
+            step.name,
+            (intensity, measured[step.name]),
+            fontsize=8,
+            xytext=(4, -10),
+            textcoords="offset points",
+        )
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("FLOPs per byte requested from global memory (block tile)")
@@ -167,15 +188,15 @@ def exercise(step_id: str) -> Markdown:
     return Markdown(
         f"**Exercise.** Notebook `exercises/{a.name}/{a.name}.ipynb`: write the part of the "
         f"kernel this chapter is about, check it on odd shapes, and see it graded. "
-        f"[![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)]({colab})")
+        f"[![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)]({colab})"
+    )
 
 
 # ---- autotuning: book/data/tune_<step>_<gpu>.csv, written by `python -m autograder tune` ----
 
 # The GPU whose searches the book shows (the file names' suffix, autograder.gpu.slug).
 TUNED_ON = "h100_80gb_hbm3"
-_TUNE_INTS = ("threads", "shared_bytes", "min_registers", "registers", "spill_bytes", "M", "N",
-              "K")
+_TUNE_INTS = ("threads", "shared_bytes", "min_registers", "registers", "spill_bytes", "M", "N", "K")
 _TUNE_FLOATS = ("gflops", "pct_cublas", "cublas_gflops")
 # What each rule of stage 1 says, by a phrase of its reason (registry.py's rules, tune.limits).
 _RULES = (
@@ -238,8 +259,11 @@ def tune_dry_run(step_id: str = "07"):
         if not trial.alive and _rule(trial.reason) not in seen:
             seen.add(_rule(trial.reason))
             shown.append(line)
-    print(f"$ python -m autograder tune {step_id} --dry-run\n" + "\n".join([lines[0], *shown])
-          + f"\n... (one line for each of the {len(trials)} configurations)")
+    print(
+        f"$ python -m autograder tune {step_id} --dry-run\n"
+        + "\n".join([lines[0], *shown])
+        + f"\n... (one line for each of the {len(trials)} configurations)"
+    )
 
 
 def tune_costs(step_id: str, changes: list[dict]) -> Markdown:
@@ -249,8 +273,10 @@ def tune_costs(step_id: str, changes: list[dict]) -> Markdown:
     from autograder import compiler, tune
 
     step = registry.step(step_id)
-    head = ("| configuration | threads | shared memory | register floor | stage 1 "
-            "| compiled for sm_75 |")
+    head = (
+        "| configuration | threads | shared memory | register floor | stage 1 "
+        "| compiled for sm_75 |"
+    )
     lines = [head, "|---|---:|---:|---:|---|---|"]
     for change in changes:
         p = {**step.params, **change}
@@ -265,15 +291,19 @@ def tune_costs(step_id: str, changes: list[dict]) -> Markdown:
         compiled = ""
         if not reasons:
             spec = tune.spec_for(step, p)
-            r = compiler.compile_for_arch(spec.source, [spec.name_expression], "sm_75",
-                                          spec.filename).resources[spec.name_expression]
+            r = compiler.compile_for_arch(
+                spec.source, [spec.name_expression], "sm_75", spec.filename
+            ).resources[spec.name_expression]
             spilled = r.spill_store_bytes + r.spill_load_bytes
-            compiled = f"{r.registers} registers, " + (f"spills {spilled} bytes"
-                                                       if spilled else "no spills")
+            compiled = f"{r.registers} registers, " + (
+                f"spills {spilled} bytes" if spilled else "no spills"
+            )
         verdict = f"rejected: {'; '.join(reasons)}" if reasons else "to compile"
         lines.append(f"| {name} | {threads} | {shared} B | {floor} | {verdict} | {compiled} |")
-    return Markdown("\n".join(lines) + f"\n\nComputed from `autograder/registry.py` as this "
-                    f"page was built; compiled with NVRTC {compiler.nvrtc_version()}.")
+    return Markdown(
+        "\n".join(lines) + f"\n\nComputed from `autograder/registry.py` as this "
+        f"page was built; compiled with NVRTC {compiler.nvrtc_version()}."
+    )
 
 
 def tune_verdicts(step_id: str) -> Markdown:
@@ -283,22 +313,34 @@ def tune_verdicts(step_id: str) -> Markdown:
     for r in rows:
         key = f"rejected: {_rule(r['reason'])}" if r["verdict"] == "rejected" else r["verdict"]
         count[key] = count.get(key, 0) + 1
-    stages = [("1. rules, before compiling", k) for k in sorted(count, key=lambda k: -count[k])
-              if k.startswith("rejected")]
-    stages += [("2. compile", "does not compile"), ("2. compile", "over limits"),
-               ("2. compile", "spills"), ("3. check", "wrong"), ("3.–4. check, time", "crashed"),
-               ("3.–4. check, time", "hung"), ("4. time", "not timed"), ("4. time", "timed")]
+    stages = [
+        ("1. rules, before compiling", k)
+        for k in sorted(count, key=lambda k: -count[k])
+        if k.startswith("rejected")
+    ]
+    stages += [
+        ("2. compile", "does not compile"),
+        ("2. compile", "over limits"),
+        ("2. compile", "spills"),
+        ("3. check", "wrong"),
+        ("3.–4. check, time", "crashed"),
+        ("3.–4. check, time", "hung"),
+        ("4. time", "not timed"),
+        ("4. time", "timed"),
+    ]
     lines = ["| stage | verdict | configurations |", "|---|---|---:|"]
     for stage, verdict in stages:
         if count.get(verdict) or verdict in ("spills", "wrong", "timed"):
             lines.append(f"| {stage} | {verdict} | {count.get(verdict, 0)} |")
     several = sum(";" in r["reason"] for r in rows if r["verdict"] == "rejected")
     first = rows[0]
-    return Markdown("\n".join(lines) + f"\n\nAll {len(rows)} configurations of "
-                    f"{registry.step(step_id).name}, searched on an {first['gpu']} on "
-                    f"{first['date']} (data: `book/data/{first['file']}`). A rejected "
-                    f"configuration is counted under the first rule it breaks; {several} "
-                    "broke more than one.")
+    return Markdown(
+        "\n".join(lines) + f"\n\nAll {len(rows)} configurations of "
+        f"{registry.step(step_id).name}, searched on an {first['gpu']} on "
+        f"{first['date']} (data: `book/data/{first['file']}`). A rejected "
+        f"configuration is counted under the first rule it breaks; {several} "
+        "broke more than one."
+    )
 
 
 def tune_top(step_id: str, n: int = 8) -> Markdown:
@@ -308,24 +350,37 @@ def tune_top(step_id: str, n: int = 8) -> Markdown:
     rows = [r for r in tune_rows(step_id) if r["gflops"]]
     rank = {id(r): i for i, r in enumerate(rows, 1)}
     shown = rows[:n] + [r for r in rows[n:] if r["params"] == step.params]
-    head = ("| rank | configuration | threads | shared memory | registers (floor, compiler) "
-            "| GFLOP/s | % of cuBLAS |")
+    head = (
+        "| rank | configuration | threads | shared memory | registers (floor, compiler) "
+        "| GFLOP/s | % of cuBLAS |"
+    )
     lines = [head, "|---:|---|---:|---:|---:|---:|---:|"]
     for r in shown:
         name = _tune_label(step, r["params"])
         if r["params"] == step.params:
             name = f"**{name} (the registry's)**"
-        lines.append(f"| {rank[id(r)]} | {name} | {r['threads']} | {r['shared_bytes']} B | "
-                     f"{r['min_registers']}, {r['registers']} | {r['gflops']:.0f} | "
-                     f"{r['pct_cublas']:.1f}% |")
+        lines.append(
+            f"| {rank[id(r)]} | {name} | {r['threads']} | {r['shared_bytes']} B | "
+            f"{r['min_registers']}, {r['registers']} | {r['gflops']:.0f} | "
+            f"{r['pct_cublas']:.1f}% |"
+        )
     first = rows[0]
-    ours = next((f"The registry's own configuration ranks {rank[id(r)]} of {len(rows)}, "
-                 f"{first['pct_cublas'] - r['pct_cublas']:.1f} points of cuBLAS behind the "
-                 "best. " for r in rows if r["params"] == step.params), "")
-    return Markdown("\n".join(lines) + f"\n\n{ours}Timed at {first['M']}×{first['N']}×"
-                    f"{first['K']} on an {first['gpu']}, {first['date']}: one median of "
-                    f"CUDA-event timings per configuration; cuBLAS (TF32 off) {first['cublas_gflops']:.0f} GFLOP/s "
-                    f"in the same process. Data: `book/data/{first['file']}`.")
+    ours = next(
+        (
+            f"The registry's own configuration ranks {rank[id(r)]} of {len(rows)}, "
+            f"{first['pct_cublas'] - r['pct_cublas']:.1f} points of cuBLAS behind the "
+            "best. "
+            for r in rows
+            if r["params"] == step.params
+        ),
+        "",
+    )
+    return Markdown(
+        "\n".join(lines) + f"\n\n{ours}Timed at {first['M']}×{first['N']}×"
+        f"{first['K']} on an {first['gpu']}, {first['date']}: one median of "
+        f"CUDA-event timings per configuration; cuBLAS (TF32 off) {first['cublas_gflops']:.0f} GFLOP/s "
+        f"in the same process. Data: `book/data/{first['file']}`."
+    )
 
 
 def tune_plot(step_id: str):
@@ -337,36 +392,58 @@ def tune_plot(step_id: str):
     colours = dict(zip(threads, plt.cm.tab10.colors))
     fig, ax = plt.subplots(figsize=(8, 0.2 * len(rows) + 1.5), layout="constrained")
     y = range(len(rows))
-    ax.hlines(y, min(r["pct_cublas"] for r in rows) - 2, [r["pct_cublas"] for r in rows],
-              color="lightgray", lw=1)
+    ax.hlines(
+        y,
+        min(r["pct_cublas"] for r in rows) - 2,
+        [r["pct_cublas"] for r in rows],
+        color="lightgray",
+        lw=1,
+    )
     for t in threads:
         mine = [(i, r) for i, r in enumerate(rows) if r["threads"] == t]
-        ax.scatter([r["pct_cublas"] for _, r in mine], [i for i, _ in mine], color=colours[t],
-                   zorder=3, label=f"{t} threads per block")
+        ax.scatter(
+            [r["pct_cublas"] for _, r in mine],
+            [i for i, _ in mine],
+            color=colours[t],
+            zorder=3,
+            label=f"{t} threads per block",
+        )
     ours = [(i, r) for i, r in enumerate(rows) if r["params"] == step.params]
     for i, r in ours:
-        ax.scatter([r["pct_cublas"]], [i], s=160, facecolors="none", edgecolors="black", lw=1.5,
-                   zorder=4, label="the registry's")
+        ax.scatter(
+            [r["pct_cublas"]],
+            [i],
+            s=160,
+            facecolors="none",
+            edgecolors="black",
+            lw=1.5,
+            zorder=4,
+            label="the registry's",
+        )
     ax.set_yticks(list(y), [_tune_label(step, r["params"]) for r in rows], fontsize=7)
     for tick, r in zip(ax.get_yticklabels(), rows):
         if r["params"] == step.params:
             tick.set_fontweight("bold")
     cublas = rows[0]["cublas_gflops"]
-    top = ax.secondary_xaxis("top", functions=(lambda p: p * cublas / 100,
-                                               lambda g: g * 100 / cublas))
+    top = ax.secondary_xaxis(
+        "top", functions=(lambda p: p * cublas / 100, lambda g: g * 100 / cublas)
+    )
     top.set_xlabel("GFLOP/s")
     ax.set_xlabel(f"% of cuBLAS ({cublas:.0f} GFLOP/s, TF32 off)")
     ax.set_ylim(-0.7, len(rows) - 0.3)
     ax.grid(True, axis="x", alpha=0.3)
     ax.legend(fontsize=8, loc="lower right")
-    fig.suptitle(f"{step.name}: the {len(rows)} timed configurations, "
-                 f"{rows[0]['M']}×{rows[0]['N']}×{rows[0]['K']} on an {rows[0]['gpu']}",
-                 fontsize=10)
+    fig.suptitle(
+        f"{step.name}: the {len(rows)} timed configurations, "
+        f"{rows[0]['M']}×{rows[0]['N']}×{rows[0]['K']} on an {rows[0]['gpu']}",
+        fontsize=10,
+    )
     plt.show()
 
 
-def tune_waves(step_id: str, gpu_name: str = "H100 SXM",
-               sizes=(LARGEST, (4095, 4097, 4093))) -> Markdown:
+def tune_waves(
+    step_id: str, gpu_name: str = "H100 SXM", sizes=(LARGEST, (4095, 4097, 4093))
+) -> Markdown:
     """Arithmetic, not a measurement: how many rounds of blocks the best configuration of the
     committed search and the registry's need at each size, counting only what the register
     file allows per SM (65,536 registers, allocated in steps of 8 per thread)."""
@@ -377,8 +454,10 @@ def tune_waves(step_id: str, gpu_name: str = "H100 SXM",
     chosen = [timed[0]] + [r for r in timed[1:] if r["params"] == step.params]
     sms = explorers.GPUS[gpu_name]["sms"]
     head = " | ".join(f"blocks at {M}×{N}×{K} | rounds | slots used" for M, N, K in sizes)
-    lines = [f"| configuration | threads | registers | blocks per SM | {head} |",
-             "|---|---:|---:|---:|" + "---:|---:|---:|" * len(sizes)]
+    lines = [
+        f"| configuration | threads | registers | blocks per SM | {head} |",
+        "|---|---:|---:|---:|" + "---:|---:|---:|" * len(sizes),
+    ]
     for r in chosen:
         per_sm = compiler.REGISTERS_PER_SM // (r["threads"] * -(-r["registers"] // 8) * 8)
         slots = per_sm * sms
@@ -386,14 +465,19 @@ def tune_waves(step_id: str, gpu_name: str = "H100 SXM",
         for M, N, K in sizes:
             blocks = len(range(0, M, r["params"]["BM"])) * len(range(0, N, r["params"]["BN"]))
             rounds = -(-blocks // slots)
-            cells.append(f"{blocks} | {blocks / slots:.2f} → {rounds} | "
-                         f"{100 * blocks / (rounds * slots):.0f}%")
+            cells.append(
+                f"{blocks} | {blocks / slots:.2f} → {rounds} | "
+                f"{100 * blocks / (rounds * slots):.0f}%"
+            )
         name = _tune_label(step, r["params"])
         name += " (the registry's)" if r["params"] == step.params else " (the best)"
-        lines.append(f"| {name} | {r['threads']} | {r['registers']} | {per_sm} | "
-                     + " | ".join(cells) + " |")
-    return Markdown("\n".join(lines) + f"\n\nOn an {gpu_name} ({sms} SMs), with the registers "
-                    "the search's compiler gave each configuration. *Rounds*: blocks ÷ "
-                    "(blocks per SM × SMs), rounded up; *slots used*: the share of those "
-                    "rounds' block slots that hold a block. A model that ignores how blocks of "
-                    "one round finish at different times; nothing here was timed.")
+        lines.append(
+            f"| {name} | {r['threads']} | {r['registers']} | {per_sm} | " + " | ".join(cells) + " |"
+        )
+    return Markdown(
+        "\n".join(lines) + f"\n\nOn an {gpu_name} ({sms} SMs), with the registers "
+        "the search's compiler gave each configuration. *Rounds*: blocks ÷ "
+        "(blocks per SM × SMs), rounded up; *slots used*: the share of those "
+        "rounds' block slots that hold a block. A model that ignores how blocks of "
+        "one round finish at different times; nothing here was timed."
+    )

@@ -8,7 +8,7 @@ the comparison table.
 import pytest
 from planted import PLANTED, RACES
 
-from autograder import KernelSpec, registry, sandbox
+from autograder import KernelSpec, judge, registry
 from autograder.checker import SMALL, SUITE
 
 pytestmark = pytest.mark.gpu
@@ -28,8 +28,8 @@ def verdict(report, expected):
 def test_cpu_and_gpu_agree(case):
     spec, expected = CASES[case]
     shapes = SUITE if case in RACES else SMALL  # a GPU needs large shapes to show a race
-    gpu = sandbox.check(spec, shapes=shapes, case_timeout_s=10, backend="gpu")
-    cpu = sandbox.check(spec, shapes=shapes, case_timeout_s=10, backend="cpu")
+    gpu = judge.check(spec, shapes=shapes, case_timeout_s=10, backend="gpu")
+    cpu = judge.check(spec, shapes=shapes, case_timeout_s=10, backend="cpu")
     print(f"\n{case:<40} GPU {verdict(gpu, expected):<60} CPU {verdict(cpu, expected)}")
     assert gpu.ok == cpu.ok
     if expected is not None:

@@ -11,9 +11,9 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from autograder import KernelSpec, checker, compiler, gpu, registry, sandbox
+from autograder import KernelSpec, checker, compiler, gpu, judge, registry
+from autograder.backends import BackendUnavailable
 from autograder.kernel import from_file
-from autograder.sandbox import BackendUnavailable
 
 NEW_ARCHS = ("sm_80", "sm_90")  # the A100 and the H100
 by_name = pytest.mark.parametrize("step", registry.BEYOND, ids=lambda s: s.name)
@@ -92,7 +92,7 @@ def test_compile_command_skips_them_for_a_t4_and_compiles_the_ladder():
 @by_name
 def test_cpu_backend_refuses_them_by_name(step):
     with pytest.raises(BackendUnavailable, match="the CPU backend cannot run .* on a GPU"):
-        sandbox.check(KernelSpec.from_step(step), shapes=checker.SMALL[:1], backend="cpu")
+        judge.check(KernelSpec.from_step(step), shapes=checker.SMALL[:1], backend="cpu")
 
 
 def _tf32(x: np.ndarray) -> np.ndarray:
@@ -149,7 +149,7 @@ def _newer_gpu_than(step) -> str | None:
 def test_beyond_kernel_passes_the_whole_suite(step):
     if reason := _newer_gpu_than(step):
         pytest.skip(reason)
-    report = sandbox.check(KernelSpec.from_step(step))
+    report = judge.check(KernelSpec.from_step(step))
     assert report.ok, str(report)
     assert not report.notes, "the large shape was skipped:\n" + str(report)
 
@@ -161,5 +161,5 @@ def test_tf32_kernel_fails_the_fp32_tolerance():
     if reason := _newer_gpu_than(step):
         pytest.skip(reason)
     strict = replace(KernelSpec.from_step(step), input_roundoff=0.0)
-    report = sandbox.check(strict, shapes=checker.MEDIUM)
+    report = judge.check(strict, shapes=checker.MEDIUM)
     assert report.failures and not report.error, str(report)

@@ -140,7 +140,7 @@ def test_a_shape_is_skipped_when_the_kernel_is_too_slow_for_it():
     shapes = (Shape(3, 3, 3),) + checker.MEDIUM + checker.LARGE
     budget = checker.Budget({checker.MEDIUM[0]: 1e-12, checker.LARGE[0]: 0.0}, frozenset())
     events = list(checker.iter_suite(np, slow, shapes, seed=1, budget=budget))
-    notes = [payload for kind, payload in events if kind == "note"]
+    notes = [e.text for e in events if isinstance(e, checker.Note)]
     assert notes[0].startswith("skipped 1001x777x513: at this kernel's speed here")
     assert notes[1].startswith("skipped 4095x4097x4093: too large for this backend")
     assert calls == [3, 3]  # only the small shape ran, with both betas
@@ -150,7 +150,7 @@ def test_a_one_beta_shape_runs_with_beta_nonzero_only():
     events = checker.iter_suite(
         np, correct, (Shape(3, 3, 3),), budget=checker.Budget({}, frozenset({Shape(3, 3, 3)}))
     )
-    assert [p.beta for kind, p in events if kind == "result"] == [checker.BETA]
+    assert [e.beta for e in events if isinstance(e, checker.CaseResult)] == [checker.BETA]
 
 
 def test_a_fault_reported_by_the_backend_fails_the_case_with_its_message():

@@ -8,15 +8,15 @@ on a GPU; the missing barriers fail on every run.
 import pytest
 from planted import PLANTED, RACES, planted
 
-from autograder import KernelSpec, cpu, registry, sandbox
+from autograder import KernelSpec, cpu, judge, registry
+from autograder.backends import BackendUnavailable
 from autograder.checker import MEDIUM, SMALL
 from autograder.compiler import CompileError
 from autograder.registry import Geometry
-from autograder.sandbox import BackendUnavailable
 
 
 def check(spec, **kwargs):
-    return sandbox.check(spec, backend="cpu", **kwargs)
+    return judge.check(spec, backend="cpu", **kwargs)
 
 
 @pytest.mark.parametrize("step", registry.STEPS, ids=lambda s: s.name)

@@ -1,26 +1,21 @@
 """The exercise API's own rules: performance thresholds and the step-00 checks."""
 
-import json
-
 import pytest
 
-from autograder import exercise, registry
+from autograder import exercise, registry, verdicts
 
 
 def test_threshold_is_a_fraction_of_the_reference_timed_on_the_same_gpu():
-    fraction = json.loads(exercise.GRADING.read_text())["fraction_of_reference"]
-    minimum, source = exercise.threshold(registry.step("05"), "Tesla T4", 2000.0)
+    config = verdicts.grading_config()
+    minimum, source = verdicts.threshold(registry.step("05"), "Tesla T4", 2000.0, config)
+    fraction = config["fraction_of_reference"]
     assert minimum == fraction * 2000.0 and "timed just now on this Tesla T4" in source
 
 
-def test_an_instructor_can_set_absolute_minimums_per_gpu(tmp_path, monkeypatch):
-    config = json.loads(exercise.GRADING.read_text())
-    config["absolute_gflops"] = {"Tesla T4": {"05": 1500}}
-    path = tmp_path / "grading.json"
-    path.write_text(json.dumps(config))
-    monkeypatch.setattr(exercise, "GRADING", path)
-    assert exercise.threshold(registry.step("05"), "Tesla T4", 9999.0)[0] == 1500
-    assert exercise.threshold(registry.step("06"), "Tesla T4", 1000.0)[0] < 1000  # fraction
+def test_an_instructor_can_set_absolute_minimums_per_gpu():
+    config = {**verdicts.grading_config(), "absolute_gflops": {"Tesla T4": {"05": 1500}}}
+    assert verdicts.threshold(registry.step("05"), "Tesla T4", 9999.0, config)[0] == 1500
+    assert verdicts.threshold(registry.step("06"), "Tesla T4", 1000.0, config)[0] < 1000
 
 
 def test_the_speed_test_scores_zero_without_a_gpu_and_says_why(monkeypatch):

@@ -6,7 +6,7 @@ learner needs.
 import pytest
 from planted import PLANTED, RACES, planted
 
-from autograder import KernelSpec, bench, registry, sandbox
+from autograder import KernelSpec, bench, judge, registry
 from autograder.compiler import CompileError
 
 pytestmark = pytest.mark.gpu
@@ -14,7 +14,7 @@ pytestmark = pytest.mark.gpu
 
 @pytest.mark.parametrize("step", registry.STEPS, ids=lambda s: s.name)
 def test_reference_kernel_passes_the_whole_suite(step):
-    report = sandbox.check(KernelSpec.from_step(step))
+    report = judge.check(KernelSpec.from_step(step))
     assert report.ok, str(report)
     assert not report.notes, "the large shape was skipped:\n" + str(report)
 
@@ -22,7 +22,7 @@ def test_reference_kernel_passes_the_whole_suite(step):
 @pytest.mark.parametrize("bug", PLANTED, ids=str)
 def test_checker_catches_planted_bug_with_the_right_message(bug):
     spec, expected = PLANTED[bug]
-    report = sandbox.check(spec, case_timeout_s=10)
+    report = judge.check(spec, case_timeout_s=10)
     assert not report.ok
     messages = " / ".join([c.message for c in report.failures] + [report.error])
     assert expected in messages, str(report)
@@ -30,14 +30,14 @@ def test_checker_catches_planted_bug_with_the_right_message(bug):
 
 @pytest.mark.parametrize("bug", RACES, ids=str)
 def test_checker_catches_a_missing_barrier(bug):
-    report = sandbox.check(RACES[bug])
+    report = judge.check(RACES[bug])
     assert not report.ok, str(report)
 
 
 def test_compile_error_on_the_gpu_path_names_the_learners_line():
     spec = planted("02", "float acc = 0.0f;", "float acc = 0.0f")
     with pytest.raises(CompileError, match=r"02_coalescing.cu\(\d+\): error"):
-        sandbox.check(spec)
+        judge.check(spec)
 
 
 def test_bench_times_a_kernel_and_cublas():

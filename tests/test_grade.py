@@ -15,9 +15,9 @@ import pytest
 from planted_class import K_LOOP, KINDS, STEP, kernel_source, write_class, write_large_class
 
 from autograder import gpu, rubric
+from autograder.backends import explain_cuda_error
 from autograder.gradebook import Gradebook, read_csv
 from autograder.grading import Grade, Score
-from autograder.sandbox import explain_cuda_error
 from autograder.submissions import Unreadable, at, find, notebook_kernel
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from autograder import compiler, gpu, registry, tune
+from autograder import child, compiler, gpu, registry, tune
 from autograder.compiler import CompileError
 
 TUNABLE = [s for s in registry.STEPS if s.tuning]
@@ -157,27 +157,27 @@ def test_summary_prints_the_best_and_how_to_use_it(tmp_path):
 def fake_child(conn, specs, size, seed):
     """Stands in for tune._time_child: one configuration hangs, one kills its
     process, one crashes the GPU (which ends the child), one is wrong."""
-    conn.send(("cublas", 1000.0))
+    conn.send(tune._Cublas(1000.0))
     for i, spec in enumerate(specs):
-        conn.send(("start", i))
+        conn.send(tune._Started(i))
         name = spec.name_expression
         if name.endswith("<64, 64, 8, 8, 8>"):
             time.sleep(60)
         if name.endswith("<64, 128, 8, 8, 8>"):
             os._exit(3)
         if name.endswith("<128, 64, 8, 8, 8>"):
-            conn.send(("result", i, "crashed", "crashed with cudaErrorIllegalAddress", None))
+            conn.send(tune._Settled(i, "crashed", "crashed with cudaErrorIllegalAddress"))
             return
         if name.endswith("<128, 128, 8, 8, 8>"):
-            conn.send(("result", i, "wrong", "17x19x3, beta=0: 3 elements are wrong", None))
+            conn.send(tune._Settled(i, "wrong", "17x19x3, beta=0: 3 elements are wrong"))
             continue
-        conn.send(("result", i, "timed", "", 500.0))
-    conn.send(("done", None))
+        conn.send(tune._Settled(i, "timed", "", 500.0))
+    conn.send(None)
 
 
 def test_a_configuration_that_hangs_or_crashes_costs_only_itself(monkeypatch):
     fork = multiprocessing.get_context("fork")  # so that the child runs the fake
-    monkeypatch.setattr(tune.multiprocessing, "get_context", lambda method: fork)
+    monkeypatch.setattr(child, "_context", lambda: fork)
     monkeypatch.setattr(tune, "_time_child", fake_child)
     monkeypatch.setattr(tune, "CONFIG_TIMEOUT_S", 2.0)
     step = registry.step("05")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder import exercise, grading, registry, rubric
+from autograder import backends, grading, registry, rubric
 from autograder.gradebook import write_atomically
 from autograder.submissions import at
 
@@ -45,7 +45,7 @@ def graded(request) -> grading.Grade:
     if not (path and assignment):
         pytest.skip("give --submission PATH --assignment STEP")
     step = registry.step(assignment)
-    backend = exercise.backend(config.getoption("backend"))
+    backend = backends.resolve(config.getoption("backend"))
     options = grading.Options(backend, config.getoption("case_timeout"))
     result = grading.grade(at(path, step), step, options)
     config.stash[_GRADE] = result

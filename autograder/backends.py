@@ -1,0 +1,181 @@
+"""Where a kernel runs: the GPU through CuPy, or the CPU through autograder.cpu (the run layer).
+
+A backend compiles a kernel and hands back what the judge needs, whatever the
+machine: an array module (CuPy or NumPy), launch(M, N, K, alpha, A, B, beta, C),
+a way to wait for the device, a clock for one launch, and what a crash looks like.
+It is opened inside the child process that runs the kernel (autograder.judge).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from . import compiler, gpu
+from .checker import CPU_BUDGET, GPU_BUDGET, Budget
+from .kernel import KernelSpec
+
+# What a CUDA error means for an SGEMM kernel, by the error's name without
+# prefix, case or underscores (CuPy reports runtime and driver spellings).
+_CUDA_HINTS = {
+    "illegaladdress": "the kernel accessed memory outside what it was given: check the "
+    "bounds on M, N and K in its loads and stores",
+    "misalignedaddress": "a float4 access at an address that is not a multiple of 16 bytes: "
+    "use scalar accesses where K or N is not a multiple of 4",
+    "launchoutofresources": "too many registers x threads per block for this GPU: use fewer "
+    "threads per block, or fewer registers",
+    "invalidvalue": "the launch was refused: too many threads per block, or too much shared memory",
+    "invalidconfiguration": "the launch was refused: too many threads per block, or too "
+    "much shared memory",
+    "assert": "a device-side assert() failed",
+    "launchfailure": "the kernel crashed",
+}
+
+
+def explain_cuda_error(error: Exception) -> str:
+    text = str(error)
+    if type(error).__name__ == "OutOfMemoryError":
+        return f"ran out of GPU memory ({text}): is another program using this GPU?"
+    name = text.split(":")[0].strip()
+    key = name.lower().replace("_", "").replace("cudaerror", "")
+    hint = _CUDA_HINTS.get(key)
+    return f"crashed with {name}: {hint}" if hint else f"crashed: {text}"
+
+
+class BackendUnavailable(RuntimeError):
+    """The chosen backend cannot run this kernel here (no compiler, unsupported construct)."""
+
+
+@dataclass
+class Backend:
+    name: str  # "gpu" or "cpu"
+    device: str  # where kernels run, in words
+    device_name: str  # the device's own name: "Tesla T4", or "CPU"
+    xp: object  # cupy or numpy
+    sync: Callable[[], None]
+    budget: Budget
+    # What a crashed kernel raises here, and what to tell the learner about it.
+    crashes: tuple[type[Exception], ...]
+    # The device's FP32 peak in GFLOP/s: no FP32 kernel can be faster. None on the CPU.
+    peak_gflops: float | None = None
+    flush_caches: Callable[[], None] = lambda: None
+
+    def load(self, spec: KernelSpec):
+        """launch(M, N, K, alpha, A, B, beta, C) for spec, compiled for this backend."""
+        raise NotImplementedError
+
+    def time_once(self, run: Callable[[], object]) -> float:
+        """Seconds that run() keeps the device busy."""
+        self.sync()
+        start = time.perf_counter()
+        run()
+        self.sync()
+        return time.perf_counter() - start
+
+
+def gpu_launcher(spec: KernelSpec):
+    """Compile spec for the current GPU; return launch(M, N, K, alpha, A, B, beta, C)."""
+    function = compiler.load(spec.source, spec.name_expression, spec.filename)
+    block = (*spec.geometry.block, 1)
+    shared = spec.geometry.shared_bytes
+    if shared:  # a kernel gets more than 48 KB of dynamic shared memory only on request
+        function.max_dynamic_shared_size_bytes = shared
+
+    def launch(M, N, K, alpha, A, B, beta, C):
+        function(
+            spec.geometry.grid(M, N),
+            block,
+            (np.int32(M), np.int32(N), np.int32(K), np.float32(alpha), A, B, np.float32(beta), C),
+            shared_mem=shared,
+        )
+
+    return launch
+
+
+class GpuBackend(Backend):
+    def __init__(self):
+        import cupy
+
+        info = gpu.device_info()
+        device = cupy.cuda.Device()
+        # Writing twice the L2 cache evicts whatever a timed launch's inputs left there.
+        l2 = device.attributes["L2CacheSize"]
+        self._flush = cupy.empty(max(2 * l2 // 4, 1), dtype=cupy.float32)
+        self._events = cupy.cuda.Event(), cupy.cuda.Event()
+        super().__init__(
+            name="gpu",
+            device=f"{info.name} ({info.arch}, CUDA {info.cuda}, CuPy {info.cupy})",
+            device_name=info.name,
+            xp=cupy,
+            sync=device.synchronize,
+            budget=GPU_BUDGET,
+            crashes=(
+                cupy.cuda.runtime.CUDARuntimeError,
+                cupy.cuda.driver.CUDADriverError,
+                cupy.cuda.memory.OutOfMemoryError,
+            ),
+            peak_gflops=info.fp32_peak_gflops,
+            flush_caches=lambda: self._flush.fill(0),
+        )
+
+    def load(self, spec: KernelSpec):
+        return gpu_launcher(spec)
+
+    def time_once(self, run) -> float:
+        """CUDA events around run(): the device's own clock."""
+        import cupy
+
+        start, stop = self._events
+        start.record()
+        run()
+        stop.record()
+        stop.synchronize()
+        return cupy.cuda.get_elapsed_time(start, stop) / 1e3
+
+
+class CpuBackend(Backend):
+    def __init__(self):
+        from . import cpu
+
+        super().__init__(
+            name="cpu",
+            device=f"the CPU ({cpu.compiler()}, no timings)",
+            device_name="CPU",
+            xp=np,
+            sync=lambda: None,
+            budget=CPU_BUDGET,
+            crashes=(),
+        )
+
+    def load(self, spec: KernelSpec):
+        from . import cpu
+
+        # A kernel made of what the CPU cannot run (tensor cores, cp.async) is
+        # refused by name, before NVRTC would stop at its sm_80-only instructions.
+        try:
+            cpu.refuse_unsupported(spec.source, spec.filename)
+        except cpu.UnsupportedOnCpu as e:
+            raise BackendUnavailable(str(e)) from None
+        try:  # NVRTC first, so that a compile error reads exactly as it would on a GPU
+            compiler.compile_for_arch(spec.source, [spec.name_expression], "sm_75", spec.filename)
+        except compiler.NvrtcUnavailable:
+            pass
+        try:
+            return cpu.launcher(spec)
+        except (cpu.UnsupportedOnCpu, cpu.NoCompiler) as e:
+            raise BackendUnavailable(str(e)) from None
+
+
+def resolve(requested: str = "auto") -> str:
+    """Where kernels run: `requested`, or for "auto" the GPU where CuPy sees one, else the CPU."""
+    if requested != "auto":
+        return requested
+    return "cpu" if gpu.unavailable_reason() else "gpu"
+
+
+def open_backend(name: str) -> Backend:
+    """The backend called `name` ("gpu" or "cpu"), opened in this process."""
+    return GpuBackend() if name == "gpu" else CpuBackend()

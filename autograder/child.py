@@ -1,0 +1,92 @@
+"""One child process per job, reporting typed messages over a pipe (the isolate layer).
+
+A kernel that reads out of bounds can kill its CUDA context, one that never
+finishes blocks the process that launched it, and native code built for the
+CPU backend runs with the rights of its process. So every kernel runs in a
+child process that the parent kills when it overruns, and whose death costs
+only the job it was doing. What the child may do to the machine is limited
+by autograder.isolation; how long it may take is the caller's business
+(`receive` waits as long as it is told to).
+
+Children are forked from a fork server that has imported NumPy and CuPy once,
+without touching CUDA (a CUDA context cannot survive a fork): starting one takes
+milliseconds instead of the second or two a fresh interpreter needs to import
+them, which was most of the cost of grading a class. Where there is no fork
+server (Windows), children are spawned.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from dataclasses import dataclass
+
+_PRELOAD = ["numpy", "cupy", "autograder.judge"]  # a module that is missing is skipped
+
+
+def _context():
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        return multiprocessing.get_context("spawn")
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(_PRELOAD)
+    return context
+
+
+@dataclass(frozen=True)
+class Hung:
+    """The child sent nothing within the time it was given."""
+
+    doing: str
+    seconds: float
+
+
+@dataclass(frozen=True)
+class Died:
+    """The child's process ended without a word."""
+
+    doing: str
+    exitcode: int | None
+
+
+class Child:
+    """A child process running target(conn, *args), which reports over conn; killed
+    on leaving the `with` block, whatever happened.
+
+    The child starts with the parent's environment as it is now (a fork server
+    started earlier would otherwise hand down its own), so CUDA_VISIBLE_DEVICES
+    or CXX set by the caller reach the kernel's process.
+    """
+
+    def __init__(self, target, *args):
+        context = _context()
+        self._receive, send = context.Pipe(duplex=False)
+        self._process = context.Process(
+            target=_with_environment, args=(dict(os.environ), target, send, *args), daemon=True
+        )
+        self._process.start()
+        send.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if self._process.is_alive():
+            self._process.kill()
+        self._process.join()
+        self._receive.close()
+
+    def receive(self, timeout_s: float, doing: str):
+        """The child's next message, or Hung or Died."""
+        if not self._receive.poll(timeout_s):
+            return Hung(doing, timeout_s)
+        try:
+            return self._receive.recv()
+        except EOFError:
+            self._process.join(5)
+            return Died(doing, self._process.exitcode)
+
+
+def _with_environment(environment: dict, target, conn, *args) -> None:
+    os.environ.clear()
+    os.environ.update(environment)
+    target(conn, *args)

@@ -1,0 +1,268 @@
+"""Run a kernel's job in a child process: its correctness cases, then its verified timing.
+
+A job is a kernel, a backend and stages: `Check` runs shapes (autograder.checker),
+`Time` times the kernel beside its step's reference (autograder.timing), but
+only while every case so far was right, since a wrong kernel can be arbitrarily
+fast. The child (autograder.child) reports every event as a typed message; the
+parent holds each phase to its own time limit:
+
+- setup (starting the CUDA context or building for the CPU, compiling, loading):
+  SETUP_TIMEOUT_S. This is the grader's work, never the kernel's: a machine that
+  is slow to start (a GPU's first context after a reboot, the first Slurm task
+  on a node) costs no student anything, and a setup that never ends is a
+  GraderFault ("the grader could not start ..."), to be regraded.
+- a launch of the kernel, from `Started` or `TimedLaunch` to the next message:
+  the caller's case limit. This is the only time a kernel is charged for.
+- everything else (drawing inputs, the float64 reference, comparing):
+  JUDGE_TIMEOUT_S, the grader's again.
+"""
+
+from __future__ import annotations
+
+import traceback
+from dataclasses import dataclass, field
+
+from . import checker, gpu, timing
+from .backends import BackendUnavailable, open_backend
+from .checker import SUITE, CaseResult, Note, Ran, Report, Shape, Started, fresh_seed
+from .child import Child, Died, Hung
+from .compiler import CompileError
+from .kernel import KernelSpec
+
+SETUP_TIMEOUT_S = 600.0
+JUDGE_TIMEOUT_S = 300.0
+CASE_TIMEOUT_S = 30.0  # `check`'s default; notebooks and grading use their own (exercise.py)
+
+
+class GraderFault(RuntimeError):
+    """The grader failed, not the kernel: its machine did not start, or its code broke."""
+
+
+# ---- what a job is -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Check:
+    """Run the kernel on these shapes, beta = 0 and beta != 0 (as the backend's budget allows)."""
+
+    shapes: tuple[Shape, ...]
+
+
+@dataclass(frozen=True)
+class Time:
+    """Time the kernel, and `reference` beside it, at `size` (if every case so far was right)."""
+
+    size: tuple[int, int, int]
+    reference: KernelSpec | None = None
+    repeats: int = timing.REPEATS
+
+
+@dataclass(frozen=True)
+class Job:
+    spec: KernelSpec
+    backend: str  # "gpu" or "cpu"
+    stages: tuple[Check | Time, ...]
+    seed: int
+
+
+# ---- what the child says -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Ready:
+    device: str  # in words, with versions
+    name: str  # the device's own name ("Tesla T4"), which grading.json's minimums use
+    peak_gflops: float | None
+
+
+@dataclass(frozen=True)
+class Measured:
+    results: dict[str, timing.Measurement]
+
+
+@dataclass(frozen=True)
+class Crashed:
+    why: str
+
+
+@dataclass(frozen=True)
+class CompileFailed:
+    filename: str
+    log: str
+    compiler: str
+
+
+@dataclass(frozen=True)
+class Unavailable:
+    why: str
+
+
+@dataclass(frozen=True)
+class Broke:
+    """An exception in the grader's own code in the child."""
+
+    trace: str
+
+
+@dataclass(frozen=True)
+class Done:
+    pass
+
+
+def _serve(conn, job: Job) -> None:
+    """The child: open the backend, compile, then run the stages, reporting everything."""
+    send = conn.send
+    try:
+        backend = open_backend(job.backend)
+        launch = backend.load(job.spec)
+        references = {s.reference for s in job.stages if isinstance(s, Time) and s.reference}
+        launches = {spec: backend.load(spec) for spec in references}
+    except CompileError as e:
+        return send(CompileFailed(e.filename, e.log, e.compiler))
+    except BackendUnavailable as e:
+        return send(Unavailable(str(e)))
+    except Exception:
+        return send(Broke(traceback.format_exc(limit=4)))
+    send(Ready(backend.device, backend.device_name, backend.peak_gflops))
+    right = True
+    try:
+        for stage in job.stages:
+            if isinstance(stage, Check):
+                for event in checker.iter_suite(
+                    backend.xp,
+                    launch,
+                    stage.shapes,
+                    job.seed,
+                    backend.sync,
+                    backend.budget,
+                    job.spec.input_roundoff,
+                ):
+                    right &= not isinstance(event, CaseResult) or event.ok
+                    send(event)
+            elif right:
+                kernels = {"yours": launch}
+                if stage.reference:
+                    kernels["reference"] = launches[stage.reference]
+                results = timing.measure(
+                    backend,
+                    kernels,
+                    stage.size,
+                    job.seed,
+                    send,
+                    stage.repeats,
+                    job.spec.input_roundoff,
+                )
+                send(Measured(results))
+    except backend.crashes as e:
+        from .backends import explain_cuda_error
+
+        return send(Crashed(explain_cuda_error(e)))
+    except Exception:
+        return send(Broke(traceback.format_exc(limit=4)))
+    send(Done())
+
+
+# ---- what the parent makes of it -----------------------------------------------------------
+
+
+@dataclass
+class Outcome:
+    report: Report
+    measurements: list[dict[str, timing.Measurement]] = field(default_factory=list)
+    device_name: str = ""
+    peak_gflops: float | None = None
+
+
+def run(job: Job, case_timeout_s: float = CASE_TIMEOUT_S) -> Outcome:
+    """Run job in a child process. Raises CompileError, BackendUnavailable (the
+    backend cannot run this kernel here), gpu.NoGPU or GraderFault."""
+    if job.backend == "gpu":
+        gpu.require("running a kernel on the GPU")
+    outcome = Outcome(
+        Report(kernel=job.spec.label, device=f"the {job.backend.upper()}", seed=job.seed)
+    )
+    report = outcome.report
+    doing, timeout = f"starting the {job.backend.upper()} and compiling", SETUP_TIMEOUT_S
+    started: Started | None = None  # the case whose kernel is running
+    seconds_per_flop = 0.0  # the kernel's best rate so far, to tell slow from stuck
+    with Child(_serve, job) as child:
+        while True:
+            message = child.receive(timeout, doing)
+            if isinstance(message, Hung):
+                if timeout != case_timeout_s:
+                    raise GraderFault(f"the grader got stuck {doing} (no word in {timeout:.0f} s)")
+                report.error = _hung(message, started, seconds_per_flop)
+                break
+            if isinstance(message, Died):
+                if timeout != case_timeout_s:
+                    raise GraderFault(
+                        f"the grader's process died {doing} (exit code {message.exitcode})"
+                    )
+                report.error = (
+                    f"{doing}: the process running the kernel died (exit code {message.exitcode})"
+                )
+                break
+            if isinstance(message, (Started, timing.TimedLaunch)):
+                started = message if isinstance(message, Started) else None
+                doing = message.label if started else _TIMING[message.kernel]
+                timeout = case_timeout_s
+                continue
+            doing, timeout = "judging the result", JUDGE_TIMEOUT_S
+            if isinstance(message, Ran):
+                if message.seconds and started:
+                    rate = message.seconds / started.flops
+                    seconds_per_flop = min(seconds_per_flop or rate, rate)
+            elif isinstance(message, CaseResult):
+                report.cases.append(message)
+            elif isinstance(message, Note):
+                report.notes.append(message.text)
+            elif isinstance(message, Measured):
+                outcome.measurements.append(message.results)
+            elif isinstance(message, Ready):
+                report.device = message.device
+                outcome.device_name, outcome.peak_gflops = message.name, message.peak_gflops
+            elif isinstance(message, Crashed):
+                report.error = f"{started.label if started else 'timing'}: {message.why}"
+                break
+            elif isinstance(message, CompileFailed):
+                raise CompileError(message.filename, message.log, message.compiler)
+            elif isinstance(message, Unavailable):
+                raise BackendUnavailable(message.why)
+            elif isinstance(message, Broke):
+                raise GraderFault(f"the grader broke:\n{message.trace}")
+            elif isinstance(message, Done):
+                break
+    return outcome
+
+
+_TIMING = {"yours": "timing the kernel", "reference": "timing the step's reference kernel"}
+
+
+def _hung(message: Hung, started: Started | None, seconds_per_flop: float) -> str:
+    """Slow or stuck? What the kernel's speed on the cases before says about this one."""
+    text = f"{message.doing}: did not finish within {message.seconds:.0f} s"
+    expected = seconds_per_flop * started.flops if started and seconds_per_flop else None
+    if expected and expected > message.seconds / 2:
+        return (
+            f"{text}; at the speed it ran the cases before ({started.flops / expected / 1e9:.2g} "
+            f"GFLOP/s) it needs about {expected:.0f} s here: it is too slow, not stuck"
+        )
+    hint = "an endless loop? check that every loop's counter reaches its bound"
+    if expected:
+        return f"{text}, though at its speed on the cases before it needs {expected:.2g} s ({hint})"
+    return f"{text} ({hint})"
+
+
+def check(
+    spec: KernelSpec,
+    shapes=SUITE,
+    seed: int | None = None,
+    case_timeout_s: float = CASE_TIMEOUT_S,
+    backend: str = "gpu",
+) -> Report:
+    """Run spec on `shapes` in a child process on the "gpu" or the "cpu"; its Report.
+
+    Raises CompileError, gpu.NoGPU, BackendUnavailable or GraderFault.
+    """
+    seed = fresh_seed() if seed is None else seed
+    return run(Job(spec, backend, (Check(tuple(shapes)),), seed), case_timeout_s).report
