@@ -140,9 +140,13 @@ class CpuBackend(Backend):
     def __init__(self):
         from . import cpu
 
+        try:
+            compiler_name = cpu.compiler()
+        except cpu.NoCompiler as e:
+            raise BackendUnavailable(str(e)) from None
         super().__init__(
             name="cpu",
-            device=f"the CPU ({cpu.compiler()}, no timings)",
+            device=f"the CPU ({compiler_name}, no timings)",
             device_name="CPU",
             xp=np,
             sync=lambda: None,

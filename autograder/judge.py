@@ -22,8 +22,10 @@ from __future__ import annotations
 import traceback
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from . import checker, gpu, timing
-from .backends import BackendUnavailable, open_backend
+from .backends import BackendUnavailable, explain_cuda_error, open_backend
 from .checker import SUITE, CaseResult, Note, Ran, Report, Shape, Started, fresh_seed
 from .child import Child, Died, Hung
 from .compiler import CompileError
@@ -126,13 +128,15 @@ def _serve(conn, job: Job) -> None:
     send(Ready(backend.device, backend.device_name, backend.peak_gflops))
     right = True
     try:
-        for stage in job.stages:
+        for index, stage in enumerate(job.stages):
+            # Each stage its own inputs: no timing sees what an earlier one saw.
+            seed = int(np.random.SeedSequence([job.seed, index]).generate_state(1)[0])
             if isinstance(stage, Check):
                 for event in checker.iter_suite(
                     backend.xp,
                     launch,
                     stage.shapes,
-                    job.seed,
+                    seed,
                     backend.sync,
                     backend.budget,
                     job.spec.input_roundoff,
@@ -147,15 +151,13 @@ def _serve(conn, job: Job) -> None:
                     backend,
                     kernels,
                     stage.size,
-                    job.seed,
+                    seed,
                     send,
                     stage.repeats,
                     job.spec.input_roundoff,
                 )
                 send(Measured(results))
     except backend.crashes as e:
-        from .backends import explain_cuda_error
-
         return send(Crashed(explain_cuda_error(e)))
     except Exception:
         return send(Broke(traceback.format_exc(limit=4)))
