@@ -19,9 +19,11 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import threading
 from dataclasses import dataclass
 
 _PRELOAD = ["numpy", "cupy", "autograder.judge"]  # a module that is missing is skipped
+OUTPUT_KEPT = 16 * 1024  # bytes of a child's printed output that are kept; the rest is counted
 
 
 def _context():
@@ -60,11 +62,18 @@ class Child:
     def __init__(self, target, *args):
         context = _context()
         self._receive, send = context.Pipe(duplex=False)
+        printed, self._print = context.Pipe(duplex=False)
         self._process = context.Process(
-            target=_with_environment, args=(dict(os.environ), target, send, *args), daemon=True
+            target=_with_environment,
+            args=(dict(os.environ), self._print, target, send, *args),
+            daemon=True,
         )
         self._process.start()
         send.close()
+        self._print.close()
+        self.output = Output()
+        self._reader = threading.Thread(target=self.output.drain, args=(printed,), daemon=True)
+        self._reader.start()
 
     def __enter__(self):
         return self
@@ -74,6 +83,7 @@ class Child:
             self._process.kill()
         self._process.join()
         self._receive.close()
+        self._reader.join(5)  # a process the child started may still hold the pipe
 
     def receive(self, timeout_s: float, doing: str):
         """The child's next message, or Hung or Died."""
@@ -86,7 +96,42 @@ class Child:
             return Died(doing, self._process.exitcode)
 
 
-def _with_environment(environment: dict, target, conn, *args) -> None:
+class Output:
+    """What a child printed (a kernel's printf, on the GPU or the CPU): the first
+    OUTPUT_KEPT bytes, and how many there were, however many that is."""
+
+    def __init__(self):
+        self.head, self.total = b"", 0
+
+    def drain(self, connection) -> None:
+        fd = connection.fileno()
+        while chunk := os.read(fd, 1 << 16):
+            self.total += len(chunk)
+            if len(self.head) < OUTPUT_KEPT:
+                self.head += chunk[: OUTPUT_KEPT - len(self.head)]
+        connection.close()
+
+    def summary(self, lines: int = 10) -> str:
+        """'' if nothing was printed, else a line on how much, and the first lines."""
+        if not self.total:
+            return ""
+        shown = self.head.decode(errors="replace").splitlines()[:lines]
+        more = (
+            ""
+            if self.total <= len(self.head)
+            else f", of which the first {len(self.head)} were kept"
+        )
+        return f"the kernel printed {self.total} bytes{more}; the first lines:\n" + "\n".join(
+            f"    | {line}" for line in shown
+        )
+
+
+def _with_environment(environment: dict, printed, target, conn, *args) -> None:
     os.environ.clear()
     os.environ.update(environment)
+    # What the kernel prints goes to the parent, which keeps a bounded part of it:
+    # a printf in an inner loop can write gigabytes.
+    for stream in (1, 2):
+        os.dup2(printed.fileno(), stream)
+    printed.close()
     target(conn, *args)

@@ -234,6 +234,9 @@ def run(job: Job, case_timeout_s: float = CASE_TIMEOUT_S) -> Outcome:
                 raise GraderFault(f"the grader broke:\n{message.trace}")
             elif isinstance(message, Done):
                 break
+    printed = child.output.summary()
+    if printed:
+        report.notes.append(printed)
     return outcome
 
 

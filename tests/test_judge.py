@@ -1,0 +1,53 @@
+"""What a job in a child process costs whom (autograder/judge.py, autograder/child.py):
+a flood of output is capped and counted, a slow kernel is told it is slow, a
+stuck one that it may loop forever, and a grader that cannot start is the
+grader's fault, never the student's."""
+
+import pytest
+from planted import planted
+from test_cold_start import slow_compiler
+
+from autograder import KernelSpec, judge, registry
+from autograder.checker import SMALL, Started
+from autograder.child import OUTPUT_KEPT, Hung
+
+PRINTS = planted(
+    "02",
+    "acc += A[row * K + k] * B[k * N + col];",
+    'acc += A[row * K + k] * B[k * N + col]; printf("row %d col %d k %d\\n", row, col, k);',
+)
+
+
+def test_a_flood_of_printf_is_capped_and_counted_and_the_verdict_stands():
+    report = judge.check(PRINTS, shapes=SMALL[:4], backend="cpu", case_timeout_s=10)
+    assert report.ok, str(report)
+    (note,) = report.notes
+    printed = int(note.split("the kernel printed ")[1].split(" bytes")[0])
+    assert printed > OUTPUT_KEPT and f"the first {OUTPUT_KEPT} were kept" in note
+    assert "    | row 0 col 0 k 0" in note and len(note.splitlines()) <= 11
+
+
+def test_a_kernel_that_prints_nothing_gets_no_note():
+    report = judge.check(KernelSpec.from_step(registry.step("02")), SMALL[:2], backend="cpu")
+    assert report.ok and report.notes == []
+
+
+def test_a_hang_after_fast_cases_is_called_a_possible_endless_loop():
+    started = Started("1001x777x513, beta=0", 2 * 1001 * 777 * 513)
+    message = judge._hung(Hung(started.label, 10.0), started, seconds_per_flop=1e-12)
+    assert message.startswith("1001x777x513, beta=0: did not finish within 10 s")
+    assert "an endless loop?" in message
+
+
+def test_a_kernel_too_slow_for_the_limit_is_told_it_is_slow_with_its_speed():
+    started = Started("1001x777x513, beta=0", 2 * 1001 * 777 * 513)
+    message = judge._hung(Hung(started.label, 10.0), started, seconds_per_flop=1e-7)
+    assert "it needs about 80 s here: it is too slow, not stuck" in message
+    assert "(0.01 GFLOP/s)" in message and "endless" not in message
+
+
+def test_a_grader_that_cannot_start_in_time_is_a_grader_fault(tmp_path, monkeypatch):
+    monkeypatch.setenv("CXX", slow_compiler(tmp_path))
+    monkeypatch.setattr(judge, "SETUP_TIMEOUT_S", 1.0)
+    with pytest.raises(judge.GraderFault, match="the grader got stuck starting the CPU"):
+        judge.check(KernelSpec.from_step(registry.step("02")), SMALL[:1], backend="cpu")
