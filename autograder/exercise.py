@@ -15,6 +15,7 @@ from .backends import resolve as backend
 from .checker import SMALL, SUITE
 from .compiler import CompileError
 from .kernel import from_file
+from .timing import gflops as gflops_of
 from .verdicts import CASE_TIMEOUT_S, NOT_IMPLEMENTED, NotImplementedYet, evaluate
 
 
@@ -121,7 +122,7 @@ def assert_matmul(fn, suite: str) -> None:
 def assert_gflops(fn) -> None:
     _refuse_stub(fn)
     for M, N, K, seconds in ((1000, 1000, 1000, 2.0), (3, 5, 7, 1e-6)):
-        got, expected = fn(M, N, K, seconds), 2 * M * N * K / seconds / 1e9
+        got, expected = fn(M, N, K, seconds), gflops_of(M, N, K, seconds)
         if got is None or abs(got - expected) > 1e-9 * expected:
             raise AssertionError(
                 f"gflops({M}, {N}, {K}, {seconds}) is {got}, should be "
