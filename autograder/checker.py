@@ -137,6 +137,7 @@ class Report:
     cases: list[CaseResult] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     error: str = ""  # a crash, a hang or a launch failure that ended the run
+    tolerance: str = ""  # which tolerance applied (describe_tolerance)
 
     @property
     def ok(self) -> bool:
@@ -148,6 +149,8 @@ class Report:
 
     def __str__(self) -> str:
         lines = [f"check {self.kernel} on {self.device} (seed {self.seed})"]
+        if self.tolerance:
+            lines.append(f"  tolerance: {self.tolerance}")
         for c in self.cases:
             mark = "ok  " if c.ok else "FAIL"
             detail = f"error {c.max_error:.2g} of tolerance" if c.ok else c.message
@@ -193,6 +196,14 @@ def tolerance_factor(K: int, input_roundoff: float = 0.0) -> float:
     more. Inputs rounded by up to a relative r before multiplying (TF32: r = 2^-11)
     move each product by up to (2r + r^2) of its magnitude: a bound, added."""
     return (8 + 2 * math.sqrt(K)) * U + 2 * input_roundoff + input_roundoff**2
+
+
+def describe_tolerance(input_roundoff: float = 0.0) -> str:
+    """In words, what tolerance_factor allows."""
+    fp32 = "FP32, |C - exact| <= (8 + 2 sqrt(K)) u (|alpha||A||B| + |beta||C|), u = 2^-24"
+    if not input_roundoff:
+        return fp32
+    return f"{fp32}, plus (2r + r^2)|alpha||A||B| for inputs rounded by r = {input_roundoff:.3g}"
 
 
 def run_case(xp, launch: Launch, shape: Shape, beta: float, rng, sync=lambda: None, **kw):

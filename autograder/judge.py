@@ -180,10 +180,13 @@ def run(job: Job, case_timeout_s: float = CASE_TIMEOUT_S) -> Outcome:
     backend cannot run this kernel here), gpu.NoGPU or GraderFault."""
     if job.backend == "gpu":
         gpu.require("running a kernel on the GPU")
-    outcome = Outcome(
-        Report(kernel=job.spec.label, device=f"the {job.backend.upper()}", seed=job.seed)
+    report = Report(
+        kernel=job.spec.label,
+        device=f"the {job.backend.upper()}",
+        seed=job.seed,
+        tolerance=checker.describe_tolerance(job.spec.input_roundoff),
     )
-    report = outcome.report
+    outcome = Outcome(report)
     doing, timeout = f"starting the {job.backend.upper()} and compiling", SETUP_TIMEOUT_S
     started: Started | None = None  # the case whose kernel is running
     seconds_per_flop = 0.0  # the kernel's best rate so far, to tell slow from stuck

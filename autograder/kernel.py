@@ -140,7 +140,10 @@ def from_source(
             f"how should {expression} be launched? Give --like STEP to borrow a "
             "step's geometry, or --block BXxBY --tile BMxBN [--rows-on x|y]"
         )
-    roundoff = step.input_roundoff if step else 0.0
+    # The tolerance is the step's only when the kernel is judged as that step: a
+    # geometry given by hand judges it as plain FP32, whatever the file is called.
+    judged_as_step = step and (like or not (block or tile))
+    roundoff = step.input_roundoff if judged_as_step else 0.0
     return KernelSpec(source, filename, expression, geometry, roundoff)
 
 

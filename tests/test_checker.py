@@ -179,3 +179,9 @@ def test_report_says_which_cases_failed():
     text = str(report)
     assert not report.ok and "FAILED: 1 of 2 cases correct" in text
     assert "FAIL 127x129x65, beta=-0.75" in text
+
+
+def test_the_report_says_which_tolerance_applied():
+    report = checker.Report("k", "cpu", seed=1, tolerance=checker.describe_tolerance(2.0**-11))
+    assert "tolerance: FP32, |C - exact| <= (8 + 2 sqrt(K)) u" in str(report)
+    assert "inputs rounded by r = 0.000488" in str(report)

@@ -104,3 +104,15 @@ def test_check_exits_1_for_a_wrong_kernel_on_the_cpu(tmp_path):
     result = run("check", str(path), "--backend", "cpu", "--quick")
     assert result.returncode == 1
     assert "FAILED" in result.stdout and "FAIL 17x19x3" in result.stdout
+
+
+def test_the_tolerance_comes_from_the_step_judged_not_the_file_name(tmp_path):
+    from autograder.kernel import from_source
+
+    source = registry.step("09").source()
+    by_name = from_source(source, "09_tensor_core_tf32.cu")
+    by_hand = from_source(
+        source, "09_tensor_core_tf32.cu", kernel=by_name.name_expression, block=(256, 1),
+        tile=(128, 128),
+    )  # fmt: skip
+    assert by_name.input_roundoff > 0 and by_hand.input_roundoff == 0
