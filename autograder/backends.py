@@ -49,6 +49,22 @@ class BackendUnavailable(RuntimeError):
     """The chosen backend cannot run this kernel here (no compiler, unsupported construct)."""
 
 
+class LaunchRefused(Exception):
+    """The launch asks for more than the device gives a block; str() says what."""
+
+
+def _refuse_unlaunchable(spec: KernelSpec, max_threads: int, why_fewer: str = "") -> None:
+    """Refuse, before running, a block the device cannot run: such a launch fails on a
+    GPU (cudaErrorInvalidConfiguration), and would look like an endless loop on the CPU."""
+    bx, by = spec.geometry.block
+    threads = bx * by
+    if threads > max_threads:
+        raise LaunchRefused(
+            f"the launch asks for {threads} threads per block (block {bx}x{by}); "
+            f"this device runs at most {max_threads} per block{why_fewer}"
+        )
+
+
 @dataclass
 class Backend:
     name: str  # "gpu" or "cpu"
@@ -92,6 +108,7 @@ def gpu_launcher(spec: KernelSpec):
             shared_mem=shared,
         )
 
+    launch.function = function
     return launch
 
 
@@ -122,7 +139,22 @@ class GpuBackend(Backend):
         )
 
     def load(self, spec: KernelSpec):
-        return gpu_launcher(spec)
+        import cupy
+
+        launch = gpu_launcher(spec)
+        device = cupy.cuda.Device().attributes
+        limit = min(device["MaxThreadsPerBlock"], launch.function.max_threads_per_block)
+        fewer = ""
+        if limit < device["MaxThreadsPerBlock"]:
+            fewer = f" with the {launch.function.num_regs} registers each of its threads uses"
+        _refuse_unlaunchable(spec, limit, fewer)
+        shared = spec.geometry.shared_bytes + launch.function.shared_size_bytes
+        if shared > device["MaxSharedMemoryPerBlockOptin"]:
+            raise LaunchRefused(
+                f"a block needs {shared} bytes of shared memory; this device gives a block "
+                f"at most {device['MaxSharedMemoryPerBlockOptin']}"
+            )
+        return launch
 
     def time_once(self, run) -> float:
         """CUDA events around run(): the device's own clock."""
@@ -163,6 +195,7 @@ class CpuBackend(Backend):
             cpu.refuse_unsupported(spec.source, spec.filename)
         except cpu.UnsupportedOnCpu as e:
             raise BackendUnavailable(str(e)) from None
+        _refuse_unlaunchable(spec, compiler.MAX_THREADS_PER_BLOCK)
         try:  # NVRTC first, so that a compile error reads exactly as it would on a GPU
             compiler.compile_for_arch(spec.source, [spec.name_expression], "sm_75", spec.filename)
         except compiler.NvrtcUnavailable:

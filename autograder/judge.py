@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import checker, gpu, timing
-from .backends import BackendUnavailable, explain_cuda_error, open_backend
+from .backends import BackendUnavailable, LaunchRefused, explain_cuda_error, open_backend
 from .checker import SUITE, CaseResult, Note, Ran, Report, Shape, Started, fresh_seed
 from .child import Child, Died, Hung
 from .compiler import CompileError
@@ -88,6 +88,13 @@ class Crashed:
 
 
 @dataclass(frozen=True)
+class Refused:
+    """A launch the device cannot run, refused before running."""
+
+    why: str
+
+
+@dataclass(frozen=True)
 class CompileFailed:
     filename: str
     log: str
@@ -123,6 +130,8 @@ def _serve(conn, job: Job) -> None:
         return send(CompileFailed(e.filename, e.log, e.compiler))
     except BackendUnavailable as e:
         return send(Unavailable(str(e)))
+    except LaunchRefused as e:
+        return send(Refused(str(e)))
     except Exception:
         return send(Broke(traceback.format_exc(limit=4)))
     send(Ready(backend.device, backend.device_name, backend.peak_gflops))
@@ -227,7 +236,10 @@ def run(job: Job, case_timeout_s: float = CASE_TIMEOUT_S) -> Outcome:
                 report.device = message.device
                 outcome.device_name, outcome.peak_gflops = message.name, message.peak_gflops
             elif isinstance(message, Crashed):
-                report.error = f"{started.label if started else 'timing'}: {message.why}"
+                report.error = f"{_doing(started, doing)}: {message.why}"
+                break
+            elif isinstance(message, Refused):
+                report.error = f"not run: {message.why}"
                 break
             elif isinstance(message, CompileFailed):
                 raise CompileError(message.filename, message.log, message.compiler)
@@ -241,6 +253,10 @@ def run(job: Job, case_timeout_s: float = CASE_TIMEOUT_S) -> Outcome:
     if printed:
         report.notes.append(printed)
     return outcome
+
+
+def _doing(started: Started | None, doing: str) -> str:
+    return started.label if started else doing
 
 
 _TIMING = {"yours": "timing the kernel", "reference": "timing the step's reference kernel"}

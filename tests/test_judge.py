@@ -10,6 +10,7 @@ from test_cold_start import slow_compiler
 from autograder import KernelSpec, judge, registry
 from autograder.checker import SMALL, Started
 from autograder.child import OUTPUT_KEPT, Hung
+from autograder.kernel import from_source
 
 PRINTS = planted(
     "02",
@@ -51,3 +52,15 @@ def test_a_grader_that_cannot_start_in_time_is_a_grader_fault(tmp_path, monkeypa
     monkeypatch.setattr(judge, "SETUP_TIMEOUT_S", 1.0)
     with pytest.raises(judge.GraderFault, match="the grader got stuck starting the CPU"):
         judge.check(KernelSpec.from_step(registry.step("02")), SMALL[:1], backend="cpu")
+
+
+def test_a_block_no_gpu_can_run_is_refused_before_running():
+    spec = from_source(
+        registry.step("02").source(), "mine.cu", block=(2048, 2048), tile=(2048, 2048)
+    )
+    report = judge.check(spec, shapes=SMALL[:1], backend="cpu", case_timeout_s=30)
+    assert not report.ok and not report.cases
+    assert report.error == (
+        "not run: the launch asks for 4194304 threads per block (block 2048x2048); "
+        "this device runs at most 1024 per block"
+    )
