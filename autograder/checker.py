@@ -129,7 +129,7 @@ class CaseResult:
         return f"{self.shape}, beta={self.beta:g}"
 
 
-@dataclass
+@dataclass(repr=False)
 class Report:
     kernel: str
     device: str
@@ -158,13 +158,42 @@ class Report:
         lines += [f"  note: {n}" for n in self.notes]
         if self.error:
             lines.append(f"  FAIL {self.error}")
+        lines.append(self.verdict)
+        return "\n".join(lines)
+
+    @property
+    def verdict(self) -> str:
         passed = sum(c.ok for c in self.cases)
-        verdict = "PASSED" if self.ok else "FAILED"
-        lines.append(
-            f"{verdict}: {passed} of {len(self.cases)} cases correct"
+        return (
+            f"{'PASSED' if self.ok else 'FAILED'}: {passed} of {len(self.cases)} cases correct"
             + ("" if not self.error else ", then the run stopped")
         )
-        return "\n".join(lines)
+
+    # A notebook shows the report once, as what it is (not the dataclass's fields).
+    __repr__ = __str__
+
+    def _repr_html_(self) -> str:
+        from html import escape
+
+        rows = "".join(
+            f"<tr><td style='color:{'green' if c.ok else 'red'}'>{'ok' if c.ok else 'FAIL'}</td>"
+            f"<td>{escape(c.label)}</td><td style='text-align:left'>"
+            + escape(f"error {c.max_error:.2g} of tolerance" if c.ok else c.message)
+            + "</td></tr>"
+            for c in self.cases
+        )
+        extra = "".join(
+            f"<p>{escape(text)}</p>"
+            for text in [
+                *(f"note: {n}" for n in self.notes),
+                *([f"FAIL {self.error}"] * bool(self.error)),
+            ]
+        )
+        return (
+            f"<p><b>{escape(self.kernel)}</b> on {escape(self.device)} (seed {self.seed})"
+            + (f"<br>tolerance: {escape(self.tolerance)}" if self.tolerance else "")
+            + f"</p><table>{rows}</table>{extra}<p><b>{escape(self.verdict)}</b></p>"
+        )
 
 
 # A launch runs the kernel once: launch(M, N, K, alpha, A, B, beta, C), where

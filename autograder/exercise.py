@@ -33,7 +33,8 @@ def setup() -> None:
 
 
 def check(path, quick: bool = False):
-    """Run the kernel in `path` on the suite and print the report (what `check` prints)."""
+    """Run the kernel in `path` on the suite; its report, which a notebook shows as a
+    table (the same as `python -m autograder check` prints)."""
     from .judge import check as run_check
 
     try:
@@ -49,7 +50,6 @@ def check(path, quick: bool = False):
             else e
         )
         return None
-    print(report)
     return report
 
 

@@ -337,6 +337,6 @@ def cell_text(nb, grade_id: str) -> str:
             parts.append(o.text)
         elif o.output_type == "error":
             parts.append(f"{o.ename}: {o.evalue}")
-        else:
-            parts.append(" ".join(o.get("data", {})))
+        else:  # a result shown: its plain-text form
+            parts.append(o.get("data", {}).get("text/plain", ""))
     return "".join(parts)

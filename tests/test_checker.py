@@ -185,3 +185,11 @@ def test_the_report_says_which_tolerance_applied():
     report = checker.Report("k", "cpu", seed=1, tolerance=checker.describe_tolerance(2.0**-11))
     assert "tolerance: FP32, |C - exact| <= (8 + 2 sqrt(K)) u" in str(report)
     assert "inputs rounded by r = 0.000488" in str(report)
+
+
+def test_a_notebook_shows_the_report_once_as_a_table_not_as_dataclass_fields():
+    report = checker.Report("k", "cpu", seed=1)
+    report.cases = [checker.CaseResult(SHAPE, 0.0, True, max_error=0.1)]
+    assert repr(report) == str(report) and "CaseResult(" not in repr(report)
+    html = report._repr_html_()
+    assert "<table>" in html and "127x129x65, beta=0" in html and "PASSED: 1 of 1" in html
