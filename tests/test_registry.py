@@ -1,5 +1,6 @@
 """The registry is the one description of the ladder; it must agree with kernels/."""
 
+import pickle
 import re
 
 import pytest
@@ -54,3 +55,15 @@ def test_with_params_changes_the_geometry_and_rejects_unknown_names():
 def test_geometry_rejects_an_unknown_row_axis():
     with pytest.raises(ValueError, match="rows_on"):
         Geometry((32, 32), (32, 32), rows_on="z")
+
+
+@pytest.mark.parametrize("step", registry.ALL_STEPS, ids=lambda s: s.name)
+def test_a_step_survives_pickling_as_the_batch_graders_workers_receive_it(step):
+    """The batch grader spawns its workers and pickles the step for them: a lambda
+    anywhere in a step (its layout, its tuning rules) would stop every grading run."""
+    copy = pickle.loads(pickle.dumps(step))
+    assert copy.geometry == step.geometry
+    assert pickle.loads(pickle.dumps(step.geometry)) == step.geometry
+    assert copy.name_expression == step.name_expression
+    if step.tuning:
+        assert copy.tuning.rules(step.params) == step.tuning.rules(step.params)
