@@ -4,12 +4,15 @@ Each worker owns one GPU and grades one submission at a time on it, so a
 timing never shares its GPU with another of our grading processes; a lock
 file per GPU extends that to other `grade` runs on the same machine (two
 assignments graded at once, or two Slurm tasks placed on one node). The
-submission's kernel runs in children of the worker (autograder.sandbox), so
+submission's kernel runs in children of the worker (autograder.judge), so
 a crash or a hang costs that student's test and nothing else.
 
 Grades are saved per student as they arrive (autograder.gradebook); a rerun
-skips the students already graded from the same kernel, so a run that is
-interrupted, by Ctrl-C or a dead machine, continues where it stopped.
+skips the students whose grade is current (the same kernel, the same grader),
+so a run that is interrupted, by Ctrl-C or a dead machine, continues where it
+stopped. A run refuses, before it changes anything, what would lose or mix
+grades: a folder with no submissions, a second run of the same class, a CSV or
+feedback folder of something else, GPU grades replaced by CPU ones.
 """
 
 from __future__ import annotations
@@ -28,9 +31,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import grading, rubric
-from .gradebook import Gradebook
+from .gradebook import Gradebook, Refused
+from .grading import GRADER_ERROR
 from .registry import Step
-from .submissions import Submission, find
+from .submissions import Submission, find, students_folder
 
 LOCK_DIR = Path(tempfile.gettempdir()) / "sgemm-course-gpu-locks"
 
@@ -38,7 +42,8 @@ LOCK_DIR = Path(tempfile.gettempdir()) / "sgemm-course-gpu-locks"
 @dataclass
 class Summary:
     graded: list[grading.Grade] = field(default_factory=list)
-    skipped: int = 0  # graded by an earlier run from the same kernel
+    skipped: int = 0  # their grade is current (Gradebook.is_current)
+    kept: list[str] = field(default_factory=list)  # graded earlier, hand nothing in now
     not_graded: list[str] = field(default_factory=list)  # interrupted, or their worker died
     seconds: float = 0.0
     workers: int = 1
@@ -52,13 +57,18 @@ class Summary:
             f"worker{'s' * (self.workers > 1)} ({rate:.1f} submissions per minute); "
             f"{full} with full marks; "
             + ", ".join(f"{status}: {n}" for status, n in sorted(statuses.items())),
-            f"skipped {self.skipped} graded earlier from the same kernel (--force regrades them)",
+            f"skipped {self.skipped} whose grade is current: the same kernel, graded by the "
+            + "same grader (--force regrades them)",
         ]
+        if self.kept:
+            lines.append(
+                f"kept the grades of {len(self.kept)} who hand in nothing now "
+                f"({_names(self.kept)}): graded earlier, their rows stay in the CSV"
+            )
         if self.not_graded:
             lines.append(
-                f"NOT graded: {len(self.not_graded)} ({', '.join(self.not_graded[:8])}"
-                + (", ..." if len(self.not_graded) > 8 else "")
-                + "): run the same command again to grade them"
+                f"NOT graded: {len(self.not_graded)} ({_names(self.not_graded)}): "
+                "run the same command again to grade them"
             )
         errors = [g.student for g in self.graded if g.status == grading.GRADER_ERROR]
         if errors:
@@ -70,6 +80,10 @@ class Summary:
         if flips:
             lines.append(_stability(flips))
         return "\n".join(lines)
+
+
+def _names(students: list[str]) -> str:
+    return ", ".join(students[:8]) + (", ..." if len(students) > 8 else "")
 
 
 def _stability(grades: list[grading.Grade]) -> str:
@@ -93,11 +107,32 @@ def shard(submissions: list[Submission], which: tuple[int, int]) -> list[Submiss
     return submissions[k - 1 :: n]
 
 
+def roster(root: Path, step: Step, book: Gradebook) -> list[Submission]:
+    """The class's submissions for `step`. Refuses a folder where no student has one
+    (a wrong directory or --assignment, which would otherwise write a gradebook of
+    nobody), and a feedback folder inside the students' folder (find() would take
+    it for a student)."""
+    found = find(root, step)
+    folder = students_folder(root)
+    if not any(s.path for s in found):
+        why = f" (student folders: {len(found)}, none with a file for {step.name})" if found else ""
+        raise Refused(f"no submissions found in {folder}{why}")
+    if folder.resolve() in book.feedback_dir.resolve().parents:
+        raise Refused(
+            f"the feedback folder {book.feedback_dir} is inside {folder}, where it would be "
+            "taken for a student: give a --json outside it"
+        )
+    return found
+
+
 def merge(root: Path, step: Step, book: Gradebook) -> tuple[int, list[str]]:
     """Write the CSV of the class under root from the feedback files (after the
     shards of a job array); returns its rows and the students not graded yet."""
-    students = [s.student for s in find(root, step)]
-    return book.write_csv(students), [s for s in students if book.get(s) is None]
+    students = [s.student for s in roster(root, step, book)]
+    if not book.students():
+        raise Refused(f"no feedback files in {book.feedback_dir}: nothing to merge")
+    with book.locked():
+        return book.write_csv(students), [s for s in students if book.get(s) is None]
 
 
 def run(
@@ -111,23 +146,52 @@ def run(
     write_csv: bool = True,
     progress: bool = True,
 ) -> Summary:
-    """Grade every submission for `step` under root that is not graded yet.
+    """Grade every submission for `step` under root whose grade is not current.
 
     gpus: the GPUs to use (CUDA device numbers), one worker each; None on the CPU
     backend, which runs one worker (the CPU backend spreads a kernel over all cores).
+    part: (K, N), grade only the K-th of N shares; the shards of one job array
+    share the gradebook's lock.
     """
+    started = time.perf_counter()
+    everyone = roster(root, step, book)
+    with book.locked(shared=part is not None):
+        mine = shard(everyone, part) if part else everyone
+        todo = [s for s in mine if force or not book.is_current(s, options.backend)]
+        if options.backend == "cpu" and not force:
+            _refuse_to_downgrade(book, todo)
+        summary = Summary(
+            skipped=len(mine) - len(todo), kept=book.gone(everyone), workers=len(gpus or [None])
+        )
+        students = [s.student for s in everyone] if write_csv else None
+        _grade_all(todo, step, book, options, gpus, students, progress, summary)
+    summary.seconds = time.perf_counter() - started
+    return summary
+
+
+def _refuse_to_downgrade(book: Gradebook, todo: list[Submission]) -> None:
+    """On the CPU the speed test scores zero, so a CPU grade in place of a GPU one
+    takes points away. It would happen to a whole class if a GPU node's driver
+    failed, so that --backend auto fell back to the CPU, just after a change to
+    the grader made every grade stale."""
+    on_gpu = [
+        s.student
+        for s in todo
+        if (old := book.get(s.student)) and old.backend == "gpu" and old.status != GRADER_ERROR
+    ]
+    if on_gpu:
+        raise Refused(
+            f"students graded on a GPU would be graded again on the CPU ({_names(on_gpu)}), "
+            "where the speed test scores zero: grade on a GPU, or give --force to replace "
+            "their grades"
+        )
+
+
+def _grade_all(todo, step, book, options, gpus, students, progress, summary) -> None:
+    """Grade `todo` with one worker per GPU, saving each grade as it comes, and the
+    CSV of `students` after each (None: no CSV, for a shard)."""
     from tqdm import tqdm
 
-    started = time.perf_counter()
-    roster = find(root, step)
-    mine = shard(roster, part) if part else roster
-    todo = [
-        s
-        for s in mine
-        if force or not book.is_current(s.student, s.fingerprint(step), options.backend)
-    ]
-    summary = Summary(skipped=len(mine) - len(todo), workers=len(gpus or [None]))
-    students = [s.student for s in roster]
     context = multiprocessing.get_context("spawn")
     jobs, results = context.Queue(), context.Queue()
     for s in todo:
@@ -150,7 +214,7 @@ def run(
                     continue
                 break  # every worker is gone: what they sent has been read
             book.put(grade)
-            if write_csv:
+            if students is not None:
                 book.write_csv(students)
             waiting.discard(grade.student)
             summary.graded.append(grade)
@@ -163,11 +227,9 @@ def run(
     finally:
         bar.close()
         _stop(workers)
-        if write_csv:
+        if students is not None:
             book.write_csv(students)
     summary.not_graded = sorted(waiting)
-    summary.seconds = time.perf_counter() - started
-    return summary
 
 
 def _stop(workers) -> None:
@@ -183,7 +245,7 @@ def _stop(workers) -> None:
 
 def _worker(gpu: str | None, step: Step, options, jobs, results) -> None:
     # Ctrl-C reaches every process of the terminal: the parent alone decides,
-    # and stops the workers with SIGTERM, which unwinds through the sandbox's
+    # and stops the workers with SIGTERM, which unwinds through the child process's
     # cleanup (killing the kernel's process) instead of dying on the spot.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))

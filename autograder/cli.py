@@ -146,20 +146,28 @@ def _parser() -> argparse.ArgumentParser:
         "<student>.ipynb or <student>.cu files, or <student>/ folders holding one. Only "
         "the kernel cell of a notebook is read; no learner Python runs. Each submission "
         "runs in its own processes with time limits; each student's grade is saved as it "
-        "comes (a JSON file with the feedback, and a row of the CSV), and a rerun skips "
-        "students already graded from the same kernel. Exit 0 when every submission was "
-        "graded, 1 when some were not (interrupted: run it again), 2 bad usage.",
+        "comes (a JSON file with the feedback, and a row of the CSV) in the class's own "
+        "gradebook, beside its folder: <folder>.grades/<step>/ (the folder is "
+        "SUBMISSIONS_DIR, or its submitted/). A rerun grades only students whose kernel, "
+        "or the grader (its code, the rubric, grading.json), changed; the CSV keeps every "
+        "student ever graded. A run that would lose or mix grades is refused before it "
+        "changes anything. Exit 0 when every submission was graded, 1 when some were not "
+        "(interrupted: run it again), 2 bad usage or refused.",
     )
     g.add_argument("submissions", type=Path, metavar="SUBMISSIONS_DIR")
     g.add_argument("--assignment", required=True, metavar="STEP", help=f"the step: {steps}")
     g.add_argument(
-        "--out", type=Path, metavar="F.csv", help="the grades (default: grades_<step>.csv)"
+        "--out",
+        type=Path,
+        metavar="F.csv",
+        help="the grades, one row per student (default: <folder>.grades/<step>/grades.csv)",
     )
     g.add_argument(
         "--json",
         type=Path,
         metavar="DIR",
-        help="one feedback file per student (default: feedback_<step>/ beside the CSV)",
+        help="one feedback file per student, the record the CSV is built from "
+        "(default: <folder>.grades/<step>/feedback/)",
     )
     g.add_argument(
         "--gpus",
@@ -172,7 +180,12 @@ def _parser() -> argparse.ArgumentParser:
         default="auto",
         help="gpu, or cpu (correctness only: the speed test scores zero); default auto",
     )
-    g.add_argument("--force", action="store_true", help="regrade students graded already")
+    g.add_argument(
+        "--force",
+        action="store_true",
+        help="regrade every student, even those whose grade is current, and replace GPU "
+        "grades on the CPU",
+    )
     g.add_argument(
         "--timeout",
         type=float,
@@ -332,11 +345,10 @@ def _grade(args) -> int:
     step = registry.step(args.assignment)
     if step not in registry.STEPS:
         raise ValueError(f"{step.name} is a bonus kernel, not a graded exercise")
-    out = args.out or Path(f"grades_{step.name}.csv")
-    book = Gradebook(out, args.json or out.parent / f"feedback_{step.name}")
+    book = Gradebook.of(args.submissions, step, args.out, args.json)
     if args.merge:
         rows, missing = batch.merge(args.submissions, step, book)
-        print(f"{rows} students written to {out}")
+        print(f"{rows} students written to {book.csv_path}")
         if missing:
             print(f"not graded yet: {', '.join(missing)} (run grade again to finish)")
         return WRONG if missing else OK
@@ -359,7 +371,8 @@ def _grade(args) -> int:
         progress=not args.quiet,
     )
     print(summary)
-    print(f"feedback in {book.feedback_dir}/" + ("" if args.shard else f", grades in {out}"))
+    grades = "" if args.shard else f", grades in {book.csv_path}"
+    print(f"feedback in {book.feedback_dir}/{grades}")
     return WRONG if summary.not_graded else OK
 
 

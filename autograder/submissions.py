@@ -19,6 +19,8 @@ from pathlib import Path
 from .registry import Step
 
 SUFFIXES = (".cu", ".ipynb")
+# A class's grades are kept beside its folder, in <folder>.grades (autograder.gradebook).
+GRADEBOOK_SUFFIX = ".grades"
 
 
 class Unreadable(ValueError):
@@ -40,7 +42,8 @@ class Submission:
         return notebook_kernel(self.path, step.path.name)
 
     def fingerprint(self, step: Step) -> str:
-        """What identifies this submission's kernel: a changed kernel is graded again."""
+        """What identifies this submission's kernel (the gradebook adds the grader's
+        own fingerprint to it): a changed kernel is graded again."""
         try:
             text = self.source(step)
         except (Unreadable, OSError) as e:
@@ -48,16 +51,20 @@ class Submission:
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def find(root: Path, step: Step) -> list[Submission]:
-    """Every student's submission for `step` under root, sorted by student."""
+def students_folder(root: Path) -> Path:
+    """The folder with one entry per student: root, or root/submitted in an nbgrader course."""
     root = Path(root)
     if not root.is_dir():
         raise ValueError(f"{root} is not a directory")
-    if (root / "submitted").is_dir():
-        root = root / "submitted"
+    return root / "submitted" if (root / "submitted").is_dir() else root
+
+
+def find(root: Path, step: Step) -> list[Submission]:
+    """Every student's submission for `step` under root, sorted by student."""
     found = {}
-    for entry in sorted(root.iterdir()):
-        if entry.name.startswith("."):
+    for entry in sorted(students_folder(root).iterdir()):
+        # A gradebook is never a student, even where an instructor has put one.
+        if entry.name.startswith(".") or entry.name.endswith(GRADEBOOK_SUFFIX):
             continue
         if entry.is_file() and entry.suffix in SUFFIXES:
             found.setdefault(entry.stem, Submission(entry.stem, entry))
@@ -100,7 +107,7 @@ def notebook_kernel(path: Path, filename: str) -> str:
 
     try:
         nb = nbformat.read(path, as_version=4)
-    except Exception as e:  # nbformat raises several kinds for a damaged file
+    except Exception as e:  # noqa: BLE001 - nbformat raises several kinds for a damaged file
         raise Unreadable(f"{path.name} is not a readable notebook ({e})") from None
     magic = f"%%writefile {filename}"
     cells = [

@@ -18,7 +18,7 @@ from autograder import gpu, rubric
 from autograder.backends import explain_cuda_error
 from autograder.gradebook import Gradebook, read_csv
 from autograder.grading import Grade, Score
-from autograder.submissions import Unreadable, at, find, notebook_kernel
+from autograder.submissions import Submission, Unreadable, at, find, notebook_kernel
 
 ROOT = Path(__file__).resolve().parent.parent
 TIMEOUT = "5"  # seconds per case: a hang costs this, a correct case takes well under 1 s
@@ -33,6 +33,7 @@ def grade(*args, **kwargs):
         capture_output=True,
         text=True,
         cwd=ROOT,
+        check=False,
         **kwargs,
     )
 
@@ -54,12 +55,13 @@ def planted(tmp_path_factory):
     return root, out, expected, result
 
 
-def feedback(out: Path, student: str) -> dict:
-    return json.loads((out.parent / f"feedback_{STEP.name}" / f"{student}.json").read_text())
+def feedback(root: Path, student: str) -> dict:
+    """The student's feedback file, where grade keeps it by default."""
+    return json.loads((Gradebook.of(root, STEP).feedback_dir / f"{student}.json").read_text())
 
 
 def test_the_planted_class_grades_to_the_points_it_must_score(planted):
-    root, out, expected, result = planted
+    _, out, expected, result = planted
     assert result.returncode == 0, result.stdout + result.stderr
     rows = {r["student"]: r for r in read_csv(out)}
     assert set(rows) == set(expected)
@@ -92,8 +94,8 @@ def test_the_planted_class_grades_to_the_points_it_must_score(planted):
 def test_each_student_is_told_what_the_notebook_would_tell_them(
     planted, student, status, test, phrase
 ):
-    _, out, _, _ = planted
-    record = feedback(out, student)
+    root, _, _, _ = planted
+    record = feedback(root, student)
     assert record["status"] == status
     message = next(t["message"] for t in record["tests"] if t["id"] == test)
     assert phrase in message
@@ -101,7 +103,7 @@ def test_each_student_is_told_what_the_notebook_would_tell_them(
 
 def test_a_rerun_grades_nobody_again_and_a_changed_kernel_is_regraded(planted, tmp_path):
     root, out, _, _ = planted
-    folder = out.parent / f"feedback_{STEP.name}"
+    folder = Gradebook.of(root, STEP).feedback_dir
     before = {p.name: p.stat().st_mtime_ns for p in folder.iterdir()}
     csv_before = out.read_text()
     again = on_cpu(root, out)
@@ -115,7 +117,7 @@ def test_a_rerun_grades_nobody_again_and_a_changed_kernel_is_regraded(planted, t
     changed = on_cpu(root, out)
     assert "graded 1 in" in changed.stdout and "skipped 9" in changed.stdout
     assert (
-        feedback(out, "ivan")["fingerprint"]
+        feedback(root, "ivan")["fingerprint"]
         != json.loads((folder / "alice.json").read_text())["fingerprint"]
     )
 
@@ -124,7 +126,7 @@ def test_an_interrupted_run_keeps_a_consistent_csv_and_resumes(tmp_path):
     root = tmp_path / "class"
     write_large_class(root, 3)
     out = tmp_path / "grades.csv"
-    folder = tmp_path / f"feedback_{STEP.name}"
+    folder = tmp_path / "class.grades" / STEP.name / "feedback"
     args = [sys.executable, "-m", "autograder", "grade", root, "--assignment", "05"]
     args += ["--backend", "cpu", "--out", out, "--quiet"]
     run = subprocess.Popen(list(map(str, args)), cwd=ROOT, stdout=subprocess.PIPE, text=True)
@@ -182,18 +184,25 @@ def test_the_slurm_scripts_grade_in_shards_then_merge(tmp_path):
     )
     fake.chmod(0o755)
     env = dict(os.environ, PATH=f"{bin_dir}:{os.environ['PATH']}", PYTHON=sys.executable)
-    out = tmp_path / "grades.csv"
-    result = subprocess.run(
-        ["bash", "autograder/slurm/submit.sh", "2", str(root), "05", str(out)]
-        + ["--backend", "cpu", "--timeout", TIMEOUT],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-    )
+
+    def submit(*args):
+        return subprocess.run(
+            ["bash", "autograder/slurm/submit.sh", "2", str(root), "05", *args],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+
+    result = submit("--backend", "cpu", "--timeout", TIMEOUT)
     assert result.returncode == 0, result.stdout + result.stderr
+    out = tmp_path / "class.grades" / STEP.name / "grades.csv"  # the tasks and the merge agree
     assert sorted(r["student"] for r in read_csv(out)) == [f"s{i:03d}_correct" for i in range(3)]
     assert "not graded yet" not in result.stdout
+    # The CSV was a fourth argument before it had a default; now it is --out.
+    old_style = submit(str(tmp_path / "grades.csv"), "--backend", "cpu")
+    assert old_style.returncode == 2 and "--out" in old_style.stderr
 
 
 # -- the pieces, without running kernels ------------------------------------------------
@@ -242,31 +251,45 @@ def test_a_notebook_kernel_keeps_the_learners_line_numbers(tmp_path):
         at(tmp_path / "bad.ipynb", STEP).source(STEP)
 
 
-def _grade(student, total_points, status="graded"):
+def _grade(student, total_points, status="graded", submission: Submission | None = None):
     tests = [Score(t.id, t.points, t.points if total_points else 0) for t in rubric.CUDA_TESTS]
-    return Grade(student, STEP.name, f"{student}.cu", "f" * 16, "cpu", status, tests)
+    fingerprint = submission.fingerprint(STEP) if submission else "f" * 16
+    return Grade(student, STEP.name, f"{student}.cu", fingerprint, "cpu", status, tests)
 
 
 def test_the_csv_is_rebuilt_from_the_feedback_files_without_temporary_files(tmp_path):
-    book = Gradebook(tmp_path / "g.csv", tmp_path / "feedback")
+    book = Gradebook(tmp_path / "g.csv", tmp_path / "feedback", STEP)
     book.put(_grade("b", 10))
     book.put(_grade("a", 0))
-    book.put(_grade("another_class", 0))
-    assert book.write_csv(["a", "b", "c"]) == 2  # c not graded yet; another_class not in it
+    book.put(_grade("left_the_class", 0))
+    assert book.write_csv(["a", "b", "c"]) == 3  # c not graded yet; left_the_class keeps a row
     rows = read_csv(tmp_path / "g.csv")
-    assert [(r["student"], r["total"]) for r in rows] == [("a", "0"), ("b", "10")]
+    assert [(r["student"], r["total"]) for r in rows] == [
+        ("a", "0"),
+        ("b", "10"),
+        ("left_the_class", "0"),
+    ]
     assert not list(tmp_path.rglob("*.tmp"))
-    assert book.is_current("a", "f" * 16, "cpu")
-    assert not book.is_current("a", "f" * 16, "gpu")  # the GPU also grades speed
-    book.put(_grade("a", 0, status="grader error"))
-    assert not book.is_current("a", "f" * 16, "cpu")  # our fault: grade again
+
+
+def test_a_grade_is_current_for_the_same_kernel_on_the_same_backend(tmp_path):
+    kernel = tmp_path / "a.cu"
+    kernel.write_text("// a's kernel")
+    a = Submission("a", kernel)
+    book = Gradebook(tmp_path / "g.csv", tmp_path / "feedback", STEP)
+    book.put(_grade("a", 0, submission=a))
+    assert book.is_current(a, "cpu")
+    assert not book.is_current(a, "gpu")  # the GPU also grades speed
+    kernel.write_text("// a's kernel, edited")
+    assert not book.is_current(a, "cpu")
+    book.put(_grade("a", 0, status="grader error", submission=a))
+    assert not book.is_current(a, "cpu")  # our fault: grade again
 
 
 def test_merge_names_the_students_not_graded_yet(tmp_path):
     write_large_class(tmp_path / "class", 2)
     out = tmp_path / "g.csv"
-    book = Gradebook(out, tmp_path / f"feedback_{STEP.name}")
-    book.put(_grade("s000_correct", 10))
+    Gradebook.of(tmp_path / "class", STEP).put(_grade("s000_correct", 10))
     result = grade(tmp_path / "class", "--assignment", "05", "--out", out, "--merge")
     assert result.returncode == 1
     assert "not graded yet: s001_correct" in result.stdout
@@ -325,6 +348,7 @@ def run_pytest_autograder(*args):
         cwd=ROOT,
         capture_output=True,
         text=True,
+        check=False,
     )
 
 
@@ -365,9 +389,11 @@ def test_the_planted_class_grades_to_the_points_it_must_score_on_a_gpu(tmp_path)
     for student, points in expected.items():
         row = rows[student]
         got = tuple(int(row[t.id]) for t in rubric.CUDA_TESTS)
-        assert got == points, (student, feedback(out, student)["tests"])
+        assert got == points, (student, feedback(tmp_path / "class", student)["tests"])
     assert float(rows["alice"]["gflops"]) >= float(rows["alice"]["minimum_gflops"])
-    slow = next(t for t in feedback(out, "judy")["tests"] if t["id"] == "test_fast_enough")
+    slow = next(
+        t for t in feedback(tmp_path / "class", "judy")["tests"] if t["id"] == "test_fast_enough"
+    )
     assert "the minimum is" in slow["message"]
 
 

@@ -1,0 +1,42 @@
+"""Every graded step can be graded: `python -m autograder grade` on the CPU backend
+gives each step's reference kernel (kernels/<step>.cu, handed in as a student's
+file) full points for correctness, with the grader's default time limits. The
+speed test needs a GPU and scores zero here.
+
+This is the whole path an instructor takes, on every rung: the registry's launch
+layout sent to a spawned worker, the kernel read from a submission, the CPU
+backend running every shape of both suites, and the CSV at its default place."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from autograder import registry, rubric
+from autograder.gradebook import read_csv
+
+ROOT = Path(__file__).resolve().parent.parent
+FULL_ON_THE_CPU = {t.id: t.points if t.suite else 0 for t in rubric.CUDA_TESTS}
+
+
+@pytest.mark.parametrize("step", registry.STEPS, ids=lambda s: s.name)
+def test_the_reference_kernel_of_every_step_earns_full_correctness_points(step, tmp_path):
+    root = tmp_path / "class"
+    root.mkdir()
+    (root / "reference.cu").write_text(step.source())
+    result = subprocess.run(
+        [sys.executable, "-m", "autograder", "grade", str(root), "--assignment", step.id]
+        + ["--backend", "cpu", "--quiet"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    home = tmp_path / "class.grades" / step.name
+    (row,) = read_csv(home / "grades.csv")
+    feedback = json.loads((home / "feedback" / "reference.json").read_text())
+    assert row["status"] == "graded", feedback["tests"]
+    assert {t: int(row[t]) for t in FULL_ON_THE_CPU} == FULL_ON_THE_CPU, feedback["tests"]
