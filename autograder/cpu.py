@@ -5,6 +5,9 @@ explains how threads, barriers and checked pointers work there), compiled
 with the machine's C++ compiler into a shared library, and called through
 ctypes. Nothing is re-typed: the translation only renames CUDA's built-ins
 and pointer types, so a compile error or a fault points at the learner's line.
+
+That library is native code from a submission: what is compiled is the
+source as NVRTC sees it, checked to be device code only (device_only).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
+from . import device_only
 from .checker import KernelFault
 from .kernel import KernelSpec
 
@@ -67,6 +71,9 @@ def _code_only(source: str) -> str:
 
 
 def refuse_unsupported(source: str, filename: str) -> None:
+    """Refuse, by name and line, what the CPU backend will not run: constructs
+    it lacks (UnsupportedOnCpu), and directives that read files or hide code
+    from NVRTC (device_only.HostCode), before any compiler reads the source."""
     code = _code_only(source)
     for pattern, what in UNSUPPORTED:
         if m := re.search(pattern, code):
@@ -75,6 +82,7 @@ def refuse_unsupported(source: str, filename: str) -> None:
                 f"the CPU backend cannot run {what} ({m.group(0).strip()} at {filename}:{line}): "
                 "check this kernel on a GPU (--backend gpu)"
             )
+    device_only.refuse_directives(source, filename)
 
 
 _POINTER = re.compile(
@@ -144,7 +152,7 @@ def build(spec: KernelSpec) -> Path:
             "kernel on a GPU (--backend gpu)"
         )
     cxx = compiler()
-    cpp = translate(spec.source, spec.name_expression)
+    cpp = translate(device_only.preprocess(spec.source, spec.filename, cxx), spec.name_expression)
     key = hashlib.sha256("\0".join([cpp, RUNTIME.read_text(), cxx, *FLAGS]).encode())
     library = CACHE / f"{key.hexdigest()[:24]}.so"
     if library.exists():
@@ -157,6 +165,7 @@ def build(spec: KernelSpec) -> Path:
         [cxx, *FLAGS, "-I", str(RUNTIME.parent), str(source_path), "-o", str(partial)],
         capture_output=True,
         text=True,
+        check=False,
     )
     if result.returncode:
         raise UnsupportedOnCpu(
