@@ -6,8 +6,9 @@ with the machine's C++ compiler into a shared library, and called through
 ctypes. Nothing is re-typed: the translation only renames CUDA's built-ins
 and pointer types, so a compile error or a fault points at the learner's line.
 
-That library is native code from a submission: what is compiled is the
-source as NVRTC sees it, checked to be device code only (device_only).
+That library is native code from a submission. What is compiled is the
+source as NVRTC sees it, checked to be device code only (device_only), and
+the process that loads it confines itself first (isolation).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import device_only
+from . import device_only, isolation
 from .checker import KernelFault
 from .kernel import KernelSpec
 
@@ -176,13 +177,17 @@ def build(spec: KernelSpec) -> Path:
     return library
 
 
-def launcher(spec: KernelSpec):
-    """Build spec for the CPU; return launch(M, N, K, alpha, A, B, beta, C) on NumPy arrays.
+def launcher(spec: KernelSpec, scratch: Path):
+    """Build spec for the CPU, confine this process (isolation.enter: for good,
+    with `scratch` its one writable directory), then load the library; return
+    launch(M, N, K, alpha, A, B, beta, C) on NumPy arrays.
 
     Successive launches alternate the order in which threads run between
     barriers, so a race changes the result from one launch to the next.
     """
-    library = ctypes.CDLL(str(build(spec)))
+    path = build(spec)
+    isolation.enter(scratch, readable=[path])
+    library = ctypes.CDLL(str(path))
     entry = library.cpu_sgemm
     floats = np.ctypeslib.ndpointer(np.float32, flags="C_CONTIGUOUS")
     size = ctypes.c_size_t
@@ -236,6 +241,11 @@ def launcher(spec: KernelSpec):
         return notes.value.decode() or None
 
     return launch
+
+
+def device() -> str:
+    """The CPU backend, as a report names it: the compiler, and the confinement."""
+    return f"the CPU ({compiler()}, no timings; {isolation.state()})"
 
 
 def _buffer_of(matrix: np.ndarray):

@@ -12,7 +12,7 @@ import multiprocessing
 
 import numpy as np
 
-from . import compiler, gpu
+from . import compiler, gpu, isolation
 from .checker import CPU_BUDGET, GPU_BUDGET, SUITE, Report, fresh_seed, iter_suite
 from .compiler import CompileError
 from .kernel import KernelSpec
@@ -79,7 +79,7 @@ def _gpu_backend(spec: KernelSpec):
     return cupy, launch, cupy.cuda.Device().synchronize, GPU_BUDGET, device
 
 
-def _cpu_backend(spec: KernelSpec):
+def _cpu_backend(spec: KernelSpec, scratch):
     from . import cpu
 
     # A kernel made of what the CPU cannot run (tensor cores, cp.async) is
@@ -89,8 +89,8 @@ def _cpu_backend(spec: KernelSpec):
         compiler.compile_for_arch(spec.source, [spec.name_expression], "sm_75", spec.filename)
     except compiler.NvrtcUnavailable:
         pass
-    launch = cpu.launcher(spec)
-    return np, launch, lambda: None, CPU_BUDGET, f"the CPU ({cpu.compiler()}, no timings)"
+    launch = cpu.launcher(spec, scratch)
+    return np, launch, lambda: None, CPU_BUDGET, cpu.device()
 
 
 def _crashes() -> tuple[type[Exception], ...]:
@@ -104,17 +104,18 @@ def _crashes() -> tuple[type[Exception], ...]:
     )
 
 
-def _child(conn, spec: KernelSpec, shapes, seed: int, backend: str) -> None:
+def _child(conn, spec: KernelSpec, shapes, seed: int, backend: str, scratch) -> None:
     from . import cpu
 
     try:
-        xp, launch, sync, budget, device = (_cpu_backend if backend == "cpu" else _gpu_backend)(
-            spec
-        )
+        if backend == "cpu":
+            xp, launch, sync, budget, device = _cpu_backend(spec, scratch)
+        else:
+            xp, launch, sync, budget, device = _gpu_backend(spec)
     except CompileError as e:
         conn.send(("compile_error", (e.filename, e.log, e.compiler)))
         return
-    except (cpu.UnsupportedOnCpu, cpu.NoCompiler) as e:
+    except (cpu.UnsupportedOnCpu, cpu.NoCompiler, isolation.IsolationUnavailable) as e:
         conn.send(("unavailable", str(e)))
         return
     conn.send(("device", device))
@@ -137,7 +138,8 @@ class Child:
         context = multiprocessing.get_context("spawn")
         self._receive, send = context.Pipe(duplex=False)
         self._process = context.Process(target=target, args=(send, *args), daemon=True)
-        self._process.start()
+        with isolation.child_environment():
+            self._process.start()
         send.close()
 
     def __enter__(self):
@@ -154,12 +156,11 @@ class Child:
         if not self._receive.poll(timeout_s):
             return "hung", f"{doing}: did not finish within {timeout_s:.0f} s"
         try:
-            return self._receive.recv()
+            return isolation.receive(self._receive)
         except EOFError:
             self._process.join(5)
-            return "died", (
-                f"{doing}: the process running the kernel died (exit code {self._process.exitcode})"
-            )
+            why = isolation.why_died(self._process.exitcode)
+            return "died", f"{doing}: the process running the kernel died ({why})"
 
 
 def check(
@@ -180,7 +181,10 @@ def check(
     seed = fresh_seed() if seed is None else seed
     report = Report(kernel=spec.label, device=f"the {backend.upper()}", seed=seed)
     running, timeout = "compiling", COMPILE_TIMEOUT_S
-    with Child(_child, spec, shapes, seed, backend) as child:
+    with (
+        isolation.scratch() as scratch,
+        Child(_child, spec, shapes, seed, backend, scratch) as child,
+    ):
         while True:
             kind, payload = child.next(timeout, running)
             if kind == "hung":
