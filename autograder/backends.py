@@ -14,7 +14,7 @@ from typing import Callable
 
 import numpy as np
 
-from . import compiler, gpu
+from . import compiler, device_only, gpu, isolation
 from .checker import CPU_BUDGET, GPU_BUDGET, Budget
 from .kernel import KernelSpec
 
@@ -79,8 +79,8 @@ class Backend:
     peak_gflops: float | None = None
     flush_caches: Callable[[], None] = lambda: None
 
-    def load(self, spec: KernelSpec):
-        """launch(M, N, K, alpha, A, B, beta, C) for spec, compiled for this backend."""
+    def load(self, specs: list[KernelSpec]) -> list:
+        """launch(M, N, K, alpha, A, B, beta, C) for each spec, compiled for this backend."""
         raise NotImplementedError
 
     def time_once(self, run: Callable[[], object]) -> float:
@@ -138,9 +138,14 @@ class GpuBackend(Backend):
             flush_caches=lambda: self._flush.fill(0),
         )
 
-    def load(self, spec: KernelSpec):
+    def load(self, specs: list[KernelSpec]) -> list:
+        return [self._load(spec) for spec in specs]
+
+    def _load(self, spec: KernelSpec):
         import cupy
 
+        # What NVRTC would read or hide (#include, __CUDA_ARCH__): refused on every backend.
+        device_only.refuse_directives(spec.source, spec.filename)
         launch = gpu_launcher(spec)
         device = cupy.cuda.Device().attributes
         limit = min(device["MaxThreadsPerBlock"], launch.function.max_threads_per_block)
@@ -169,41 +174,47 @@ class GpuBackend(Backend):
 
 
 class CpuBackend(Backend):
-    def __init__(self):
+    def __init__(self, scratch):
         from . import cpu
 
         try:
-            compiler_name = cpu.compiler()
+            cpu.compiler()
         except cpu.NoCompiler as e:
             raise BackendUnavailable(str(e)) from None
         super().__init__(
             name="cpu",
-            device=f"the CPU ({compiler_name}, no timings)",
+            device=cpu.device(),
             device_name="CPU",
             xp=np,
             sync=lambda: None,
             budget=CPU_BUDGET,
             crashes=(),
         )
+        self.scratch = scratch
 
-    def load(self, spec: KernelSpec):
+    def load(self, specs: list[KernelSpec]) -> list:
         from . import cpu
 
-        # A kernel made of what the CPU cannot run (tensor cores, cp.async) is
-        # refused by name, before NVRTC would stop at its sm_80-only instructions.
-        try:
-            cpu.refuse_unsupported(spec.source, spec.filename)
-        except cpu.UnsupportedOnCpu as e:
+        for spec in specs:
+            # A kernel made of what the CPU cannot run (tensor cores, cp.async) is
+            # refused by name, before NVRTC would stop at its sm_80-only instructions.
+            try:
+                cpu.refuse_unsupported(spec.source, spec.filename)
+            except cpu.UnsupportedOnCpu as e:
+                raise BackendUnavailable(str(e)) from None
+            _refuse_unlaunchable(spec, compiler.MAX_THREADS_PER_BLOCK)
+            try:  # NVRTC first, so that a compile error reads exactly as it would on a GPU
+                compiler.compile_for_arch(
+                    spec.source, [spec.name_expression], "sm_75", spec.filename
+                )
+            except compiler.NvrtcUnavailable:
+                pass
+        try:  # all built before the process confines itself, once
+            launches = cpu.launchers(specs, self.scratch)
+        except (cpu.UnsupportedOnCpu, cpu.NoCompiler, isolation.IsolationUnavailable) as e:
             raise BackendUnavailable(str(e)) from None
-        _refuse_unlaunchable(spec, compiler.MAX_THREADS_PER_BLOCK)
-        try:  # NVRTC first, so that a compile error reads exactly as it would on a GPU
-            compiler.compile_for_arch(spec.source, [spec.name_expression], "sm_75", spec.filename)
-        except compiler.NvrtcUnavailable:
-            pass
-        try:
-            return cpu.launcher(spec)
-        except (cpu.UnsupportedOnCpu, cpu.NoCompiler) as e:
-            raise BackendUnavailable(str(e)) from None
+        self.device = cpu.device()  # now with the confinement it is under
+        return launches
 
 
 def resolve(requested: str = "auto") -> str:
@@ -213,6 +224,7 @@ def resolve(requested: str = "auto") -> str:
     return "cpu" if gpu.unavailable_reason() else "gpu"
 
 
-def open_backend(name: str) -> Backend:
-    """The backend called `name` ("gpu" or "cpu"), opened in this process."""
-    return GpuBackend() if name == "gpu" else CpuBackend()
+def open_backend(name: str, scratch) -> Backend:
+    """The backend called `name` ("gpu" or "cpu"), opened in this process; scratch
+    is the one directory native code built by the CPU backend may write in."""
+    return GpuBackend() if name == "gpu" else CpuBackend(scratch)

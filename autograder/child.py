@@ -22,6 +22,8 @@ import os
 import threading
 from dataclasses import dataclass
 
+from . import isolation
+
 _PRELOAD = ["numpy", "cupy", "autograder.judge"]  # a module that is missing is skipped
 OUTPUT_KEPT = 16 * 1024  # bytes of a child's printed output that are kept; the rest is counted
 
@@ -49,6 +51,18 @@ class Died:
     doing: str
     exitcode: int | None
 
+    @property
+    def why(self) -> str:
+        return isolation.why_died(self.exitcode)
+
+
+@dataclass(frozen=True)
+class Forged:
+    """The child sent something that is none of its messages."""
+
+    doing: str
+    why: str
+
 
 class Child:
     """A child process running target(conn, *args), which reports over conn; killed
@@ -59,13 +73,18 @@ class Child:
     or CXX set by the caller reach the kernel's process.
     """
 
-    def __init__(self, target, *args):
+    def __init__(self, target, *args, messages: tuple[type, ...] = ()):
+        # What may come back: the child may run native code that writes to its
+        # end of the pipe, so anything but these classes is refused unread.
+        self._classes = frozenset((kind.__module__, kind.__qualname__) for kind in messages)
         context = _context()
         self._receive, send = context.Pipe(duplex=False)
         printed, self._print = context.Pipe(duplex=False)
+        with isolation.child_environment():
+            environment = dict(os.environ)
         self._process = context.Process(
             target=_with_environment,
-            args=(dict(os.environ), self._print, target, send, *args),
+            args=(environment, self._print, target, send, *args),
             daemon=True,
         )
         self._process.start()
@@ -86,11 +105,13 @@ class Child:
         self._reader.join(5)  # a process the child started may still hold the pipe
 
     def receive(self, timeout_s: float, doing: str):
-        """The child's next message, or Hung or Died."""
+        """The child's next message, or Hung, Died or Forged."""
         if not self._receive.poll(timeout_s):
             return Hung(doing, timeout_s)
         try:
-            return self._receive.recv()
+            return isolation.receive(self._receive, self._classes)
+        except isolation.Forged as e:
+            return Forged(doing, str(e))
         except EOFError:
             self._process.join(5)
             return Died(doing, self._process.exitcode)

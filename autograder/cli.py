@@ -11,7 +11,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from . import backends, compiler, gpu, grading, registry
+from . import backends, compiler, gpu, grading, isolation, registry
 from .backends import BackendUnavailable
 from .judge import GraderFault
 from .kernel import SpecError, from_file, global_kernels, resolve
@@ -355,6 +355,8 @@ def _grade(args) -> int:
     backend = backends.resolve(args.backend)
     if backend == "gpu":
         gpu.require("grading on the GPU")
+    else:
+        isolation.require("grading on the CPU")
     gpus = batch.visible_gpus(args.gpus) if backend == "gpu" else None
     where = f"GPUs {','.join(gpus)}" if gpus else "the CPU (no timings: speed scores zero)"
     print(f"grading {step.name} from {args.submissions} on {where}")
@@ -413,7 +415,14 @@ def main(argv=None) -> int:
         return run(args)
     except compiler.CompileError as e:
         print(e, file=sys.stderr)
-    except (gpu.NoGPU, compiler.NvrtcUnavailable, SpecError, BackendUnavailable, GraderFault) as e:
+    except (
+        gpu.NoGPU,
+        compiler.NvrtcUnavailable,
+        SpecError,
+        BackendUnavailable,
+        GraderFault,
+        isolation.IsolationUnavailable,
+    ) as e:
         print(f"{args.command}: {e}", file=sys.stderr)
     except OSError as e:
         print(f"{args.command}: cannot read {e.filename}: {e.strerror}", file=sys.stderr)

@@ -5,6 +5,10 @@ explains how threads, barriers and checked pointers work there), compiled
 with the machine's C++ compiler into a shared library, and called through
 ctypes. Nothing is re-typed: the translation only renames CUDA's built-ins
 and pointer types, so a compile error or a fault points at the learner's line.
+
+That library is native code from a submission. What is compiled is the
+source as NVRTC sees it, checked to be device code only (device_only), and
+the process that loads it confines itself first (isolation).
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+from . import device_only, isolation
 from .checker import KernelFault
 from .kernel import KernelSpec
 
@@ -67,6 +72,9 @@ def _code_only(source: str) -> str:
 
 
 def refuse_unsupported(source: str, filename: str) -> None:
+    """Refuse, by name and line, what the CPU backend will not run: constructs
+    it lacks (UnsupportedOnCpu), and directives that read files or hide code
+    from NVRTC (device_only.HostCode), before any compiler reads the source."""
     code = _code_only(source)
     for pattern, what in UNSUPPORTED:
         if m := re.search(pattern, code):
@@ -75,6 +83,7 @@ def refuse_unsupported(source: str, filename: str) -> None:
                 f"the CPU backend cannot run {what} ({m.group(0).strip()} at {filename}:{line}): "
                 "check this kernel on a GPU (--backend gpu)"
             )
+    device_only.refuse_directives(source, filename)
 
 
 _POINTER = re.compile(
@@ -144,7 +153,7 @@ def build(spec: KernelSpec) -> Path:
             "kernel on a GPU (--backend gpu)"
         )
     cxx = compiler()
-    cpp = translate(spec.source, spec.name_expression)
+    cpp = translate(device_only.preprocess(spec.source, spec.filename, cxx), spec.name_expression)
     key = hashlib.sha256("\0".join([cpp, RUNTIME.read_text(), cxx, *FLAGS]).encode())
     library = CACHE / f"{key.hexdigest()[:24]}.so"
     if library.exists():
@@ -157,6 +166,7 @@ def build(spec: KernelSpec) -> Path:
         [cxx, *FLAGS, "-I", str(RUNTIME.parent), str(source_path), "-o", str(partial)],
         capture_output=True,
         text=True,
+        check=False,
     )
     if result.returncode:
         raise UnsupportedOnCpu(
@@ -167,13 +177,22 @@ def build(spec: KernelSpec) -> Path:
     return library
 
 
-def launcher(spec: KernelSpec):
-    """Build spec for the CPU; return launch(M, N, K, alpha, A, B, beta, C) on NumPy arrays.
+def launchers(specs: list[KernelSpec], scratch: Path) -> list:
+    """Build every spec for the CPU, confine this process (isolation.enter: for good,
+    with `scratch` its one writable directory: nothing is built after that), then
+    load the libraries; return launch(M, N, K, alpha, A, B, beta, C) on NumPy
+    arrays for each.
 
     Successive launches alternate the order in which threads run between
     barriers, so a race changes the result from one launch to the next.
     """
-    library = ctypes.CDLL(str(build(spec)))
+    paths = [build(spec) for spec in specs]
+    isolation.enter(scratch, readable=paths)
+    return [_launcher(spec, path) for spec, path in zip(specs, paths)]
+
+
+def _launcher(spec: KernelSpec, path: Path):
+    library = ctypes.CDLL(str(path))
     entry = library.cpu_sgemm
     floats = np.ctypeslib.ndpointer(np.float32, flags="C_CONTIGUOUS")
     size = ctypes.c_size_t
@@ -227,6 +246,11 @@ def launcher(spec: KernelSpec):
         return notes.value.decode() or None
 
     return launch
+
+
+def device() -> str:
+    """The CPU backend, as a report names it: the compiler, and the confinement."""
+    return f"the CPU ({compiler()}, no timings; {isolation.state()})"
 
 
 def _buffer_of(matrix: np.ndarray):

@@ -19,15 +19,16 @@ parent holds each phase to its own time limit:
 
 from __future__ import annotations
 
+import signal
 import traceback
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import checker, gpu, timing
+from . import checker, gpu, isolation, timing
 from .backends import BackendUnavailable, LaunchRefused, explain_cuda_error, open_backend
 from .checker import SUITE, CaseResult, Note, Ran, Report, Shape, Started, fresh_seed
-from .child import Child, Died, Hung
+from .child import Child, Died, Forged, Hung
 from .compiler import CompileError
 from .kernel import KernelSpec
 
@@ -118,14 +119,15 @@ class Done:
     pass
 
 
-def _serve(conn, job: Job) -> None:
-    """The child: open the backend, compile, then run the stages, reporting everything."""
+def _serve(conn, job: Job, scratch) -> None:
+    """The child: open the backend, compile, then run the stages, reporting everything.
+    scratch: the one directory the CPU backend's confined child may write in."""
     send = conn.send
     try:
-        backend = open_backend(job.backend)
-        launch = backend.load(job.spec)
-        references = {s.reference for s in job.stages if isinstance(s, Time) and s.reference}
-        launches = {spec: backend.load(spec) for spec in references}
+        backend = open_backend(job.backend, scratch)
+        references = list({s.reference for s in job.stages if isinstance(s, Time) and s.reference})
+        launch, *loaded = backend.load([job.spec, *references])
+        launches = dict(zip(references, loaded))
     except CompileError as e:
         return send(CompileFailed(e.filename, e.log, e.compiler))
     except BackendUnavailable as e:
@@ -173,6 +175,13 @@ def _serve(conn, job: Job) -> None:
     send(Done())
 
 
+# Every class a child of this module may send (child.Child refuses anything else).
+MESSAGES = (
+    Ready, Measured, Crashed, Refused, CompileFailed, Unavailable, Broke, Done,
+    Started, Ran, Note, CaseResult, Shape, timing.TimedLaunch, timing.Measurement,
+)  # fmt: skip
+
+
 # ---- what the parent makes of it -----------------------------------------------------------
 
 
@@ -199,7 +208,7 @@ def run(job: Job, case_timeout_s: float = CASE_TIMEOUT_S) -> Outcome:
     doing, timeout = f"starting the {job.backend.upper()} and compiling", SETUP_TIMEOUT_S
     started: Started | None = None  # the case whose kernel is running
     seconds_per_flop = 0.0  # the kernel's best rate so far, to tell slow from stuck
-    with Child(_serve, job) as child:
+    with isolation.scratch() as scratch, Child(_serve, job, scratch, messages=MESSAGES) as child:
         while True:
             message = child.receive(timeout, doing)
             if isinstance(message, Hung):
@@ -208,13 +217,12 @@ def run(job: Job, case_timeout_s: float = CASE_TIMEOUT_S) -> Outcome:
                 report.error = _hung(message, started, seconds_per_flop)
                 break
             if isinstance(message, Died):
-                if timeout != case_timeout_s:
-                    raise GraderFault(
-                        f"the grader's process died {doing} (exit code {message.exitcode})"
-                    )
-                report.error = (
-                    f"{doing}: the process running the kernel died (exit code {message.exitcode})"
-                )
+                if timeout != case_timeout_s and message.exitcode != -signal.SIGSYS:
+                    raise GraderFault(f"the grader's process died {doing} ({message.why})")
+                report.error = f"{doing}: the process running the kernel died ({message.why})"
+                break
+            if isinstance(message, Forged):
+                report.error = f"{doing}: {message.why}"
                 break
             if isinstance(message, (Started, timing.TimedLaunch)):
                 started = message if isinstance(message, Started) else None

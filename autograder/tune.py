@@ -262,7 +262,9 @@ def _run_child(search: Search, trials: list[Trial], seed: int, deadline: float, 
     return how many trials it settled."""
     specs = [spec_for(search.step, t.params) for t in trials]
     running, settled = None, 0  # the trial in progress; how many are done
-    with Child(_time_child, specs, search.size, seed) as child:
+    with Child(
+        _time_child, specs, search.size, seed, messages=(_Cublas, _Started, _Settled)
+    ) as child:
         while time.monotonic() < deadline:
             message = child.receive(CONFIG_TIMEOUT_S, "timing")
             if isinstance(message, (Hung, Died)):
