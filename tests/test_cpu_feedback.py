@@ -9,7 +9,7 @@ import re
 from dataclasses import replace
 
 import pytest
-from planted import planted
+from planted import RACES, planted
 
 from autograder import KernelSpec, cpu, judge, registry
 from autograder.checker import SMALL
@@ -185,3 +185,26 @@ def test_a_failed_assert_names_the_line():
     report = check(published(PUBLISHED_STYLE.replace("TILE);", "TILE + 1);")), shapes=SMALL[:1])
     assert "failed assert(blockDim.x == TILE + 1), at " in messages(report), str(report)
     assert re.search(r"\.cu:7\b", messages(report)), str(report)
+
+
+# Step 03 with only the top half of each A tile loaded.
+HALF_A_TILE = planted(
+    "03", "    As[ty][tx] = (row < M", "    if (ty < BS / 2) As[ty][tx] = (row < M"
+)
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [RACES["missing first __syncthreads"], HALF_A_TILE],
+    ids=["missing first __syncthreads", "half the A tile loaded"],
+)
+def test_a_read_of_unwritten_shared_memory_is_named_as_such_not_as_bounds(spec):
+    report = check(spec, shapes=SMALL)
+    assert not report.ok, str(report)
+    text = messages(report)
+    assert (
+        "NaN from shared memory that was read before any thread wrote it (the CPU backend fills "
+        "it with NaN when a block starts): a missing __syncthreads() after the loads, or a tile "
+        "not fully loaded" in text
+    ), text
+    assert "outside A or B" not in text and "check the bounds" not in text, text
