@@ -255,8 +255,14 @@ struct ptr {
 
   ptr() = default;
   ptr(std::nullptr_t) {}
+  // A raw pointer into A, B or C (&A[i]) gets that matrix's extent and name back.
   template <class U, class = std::enable_if_t<std::is_convertible_v<U*, T*>>>
-  ptr(U* raw) : p(raw) {}
+  ptr(U* raw) : p(raw) {
+    const char* c = (const char*)raw;
+    for (const Matrix& m : matrices) {
+      if (m.name && c >= m.lo && c < m.hi) base = m.base, end = m.end, lo = m.lo, hi = m.hi, name = m.name;
+    }
+  }
   template <class U, class = std::enable_if_t<std::is_convertible_v<U*, T*>>>
   ptr(const ptr<U>& o)
       : p(o.p), base(o.base), end(o.end), lo(o.lo), hi(o.hi), name(o.name), where(o.where) {}
@@ -320,7 +326,7 @@ struct ptr {
   }
 };
 template <class T>
-ptr<T> operator+(std::ptrdiff_t i, const ptr<T>& q) { return q + i; }
+ptr<T> operator+(Index i, const ptr<T>& q) { return q + i; }
 
 // void* in a kernel: only ever converted (to an integer, to check alignment).
 struct vptr {
@@ -330,21 +336,14 @@ struct vptr {
   vptr(const ptr<U>& o) : p(o.p) {}
 };
 
-// reinterpret_cast<...>(...) in a kernel becomes __cpu::cast<...>(...). A raw
-// pointer into A, B or C (&A[i]) gets that matrix's extent and name back.
+// reinterpret_cast<...>(...) in a kernel becomes __cpu::cast<...>(...).
 template <class To, class From>
 To cast(const From& from, const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
   if constexpr (std::is_integral_v<To>) {
     if constexpr (std::is_pointer_v<From>) return (To)(uintptr_t)from;
     else return (To)(uintptr_t)from.p;
   } else if constexpr (std::is_pointer_v<From>) {
-    To to((typename std::remove_reference_t<decltype(*To().p)>*)from);
-    const char* c = (const char*)from;
-    for (const Matrix& m : matrices) {
-      if (m.name && c >= m.lo && c < m.hi) {
-        to.base = m.base, to.end = m.end, to.lo = m.lo, to.hi = m.hi, to.name = m.name;
-      }
-    }
+    To to((typename std::remove_reference_t<decltype(*To().p)>*)from);  // named if in A, B or C
     to.where = {file, line};
     return to;
   } else {
@@ -481,7 +480,8 @@ inline int launch(dim3 grid_, dim3 block_, bool reverse, unsigned workers,
 #define blockDim (__cpu::block)
 #define gridDim (__cpu::grid)
 #define __syncthreads() __cpu::barrier()
-#define __ldg(p) __cpu::__ldg_impl(__cpu::ptr<const std::remove_cv_t<std::remove_reference_t<decltype(*(p))>>>(p))
+#define __ldg(p)                                                                            \
+  __cpu::__ldg_impl(__cpu::cast<__cpu::ptr<const std::remove_cv_t<std::remove_reference_t<decltype(*(p))>>>>(p))
 // NVRTC accepts assert() without an include; here a failed one stops the
 // launch with the thread, the block and the learner's line.
 #define assert(e) \

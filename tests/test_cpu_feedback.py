@@ -208,3 +208,14 @@ def test_a_read_of_unwritten_shared_memory_is_named_as_such_not_as_bounds(spec):
         "not fully loaded" in text
     ), text
     assert "outside A or B" not in text and "check the bounds" not in text, text
+
+
+def test_an_access_through_a_raw_pointer_into_a_is_checked_against_a():
+    # &A[i] is a plain pointer; __ldg and a pointer declared from it are still checked.
+    spec = planted_all(
+        "03",
+        ("(row < M && k0 + tx < K)", "(k0 + tx < K)"),
+        ("A[row * K + k0 + tx]", "__ldg(&A[row * K + k0 + tx])"),
+    )
+    text = messages(check(spec, shapes=SMALL[:1]))
+    assert re.search(r"read A\[\d+\], \d+ floats? past the end of A, at [\w.]+\.cu:30", text), text
