@@ -173,6 +173,25 @@ _EXTERN_SHARED = re.compile(
 )
 
 
+# Shared arrays of these types are checked element by element (cpu_runtime.h's
+# shared_array): a read of an element no thread has written stops the launch.
+_CHECKED_SHARED = {"float", "double"}
+
+
+def _shared_array(m: re.Match) -> str:
+    align, kind, name, dims = m.groups()
+    if kind in _CHECKED_SHARED and dims.strip() and dims.count("[") <= 4:
+        return (
+            f"static __cpu::shared_array<{kind}{dims}> __cpu_{name}[__cpu::MAX_WORKERS]; "
+            f'auto {name} = __cpu_{name}[__cpu::worker_id()].fresh("{name}");'
+        )
+    return (
+        f"static {align}{kind} __cpu_{name}[__cpu::MAX_WORKERS]{dims}; "
+        f"auto& {name} = __cpu_{name}[__cpu::worker_id()]; "
+        f"__cpu::fresh_shared(&{name}, sizeof({name}));"
+    )
+
+
 def translate(source: str, name_expression: str, filename: str = "kernel.cu") -> str:
     """C++ for cpu_runtime.h, with the learner's line numbers (in `filename`, so that a
     fault names the learner's file and line), plus an entry point.
@@ -181,11 +200,7 @@ def translate(source: str, name_expression: str, filename: str = "kernel.cu") ->
     check_contract(source, name_expression, filename)
     code = source.replace("reinterpret_cast<", "__cpu::cast<")
     code = _EXTERN_SHARED.sub(r"__cpu::ptr<\1> \2 = __cpu::dynamic_shared<\1>();", code)
-    code = _SHARED.sub(
-        r"static \1\2 __cpu_\3[__cpu::MAX_WORKERS]\4; auto& \3 = __cpu_\3[__cpu::worker_id()]; "
-        r"__cpu::fresh_shared(&\3, sizeof(\3));",
-        code,
-    )
+    code = _SHARED.sub(_shared_array, code)
     code = _VOID_POINTER.sub("__cpu::vptr ", code)
     code = _POINTER.sub(lambda m: f"__cpu::ptr<{m.group(1)}{m.group(2)}> ", code)
     return f'''#include "{RUNTIME.name}"
@@ -328,7 +343,8 @@ def _buffer_of(matrix: np.ndarray):
 def _with_hint(fault: str) -> str:
     if "misaligned" in fault:
         return fault + ": use scalar accesses where K or N is not a multiple of 4"
-    if "failed assert(" in fault:
+    # A failed assert, a read of unwritten shared memory: the message says what to look at.
+    if any(s in fault for s in ("failed assert(", "before any thread of")):
         return fault
     loads = " A[" in fault or " B[" in fault
     if "outside C" in fault or " C[" in fault:

@@ -169,7 +169,7 @@ struct Thread {
 struct Worker {
   unsigned id;
   uint3 block_idx;
-  long block_serial = 0;  // counts blocks, so shared memory is poisoned once per block
+  long block_serial = 0;  // unique to each block run, so shared memory is poisoned once per block
   Context scheduler;
   jmp_buf abort_launch;
   struct Seen { void* memory; long serial; };
@@ -373,6 +373,99 @@ inline void fresh_shared(void* memory, size_t bytes) {
   w.seen.push_back({memory, w.block_serial});
 }
 
+// A __shared__ array of floats (or doubles): one per worker, filled with NaN
+// bits 0xFF...FF when a block starts, as other shared memory is. Its elements
+// are read through sref, which stops the launch at the first read of an
+// element still holding those bits (no float a kernel computes has them): no
+// thread of the block has written it. Reads through a pointer (&As[i][j]) are
+// not checked; writes through one count, since they replace the bits.
+struct SharedInfo {
+  const char* name = nullptr;
+  int rank = 0;
+  size_t dims[4] = {};
+};
+
+template <class T>
+inline bool unwritten_bits(T v) {
+  unsigned char bytes[sizeof(T)];
+  std::memcpy(bytes, &v, sizeof(T));
+  for (unsigned char b : bytes) if (b != 0xFF) return false;
+  return true;
+}
+
+template <class T>
+struct sref {
+  T* p;
+  const T* data;  // the whole array's
+  const SharedInfo* info;
+  Where where;
+  operator T() const {
+    const T v = *p;
+    if (__builtin_expect(unwritten_bits(v), 0)) unwritten();
+    return v;
+  }
+  sref& operator=(T v) { *p = v; return *this; }
+  sref& operator=(const sref& o) { return *this = (T)o; }
+  sref& operator+=(T v) { return *this = (T)*this + v; }
+  sref& operator-=(T v) { return *this = (T)*this - v; }
+  sref& operator*=(T v) { return *this = (T)*this * v; }
+  sref& operator/=(T v) { return *this = (T)*this / v; }
+  ptr<T> operator&() const { return ptr<T>(p); }
+
+ private:
+  [[noreturn]] void unwritten() const {
+    std::string index;
+    size_t rest = (size_t)(p - data), stride = 1;
+    for (int d = 1; d < info->rank; ++d) stride *= info->dims[d];
+    for (int d = 0; d < info->rank; ++d) {
+      index += "[" + std::to_string(rest / stride) + "]";
+      rest %= stride;
+      if (d + 1 < info->rank) stride /= info->dims[d + 1];
+    }
+    fault(std::string("read ") + info->name + index + " before any thread of the block wrote it" +
+          at_line(where) + ": a missing __syncthreads() after the loads, or a tile not fully "
+          "loaded");
+  }
+};
+
+template <class T, class A>  // A: the array type this view indexes, e.g. float[BK]
+struct sview {
+  T* data;  // the whole array's
+  const SharedInfo* info;
+  size_t offset;  // of this view's first element, in elements
+  using Sub = std::remove_extent_t<A>;
+  static constexpr size_t SUB = sizeof(Sub) / sizeof(T);
+  auto operator[](Index i) const {
+    const size_t at = offset + (size_t)i.i * SUB;
+    if constexpr (std::rank_v<A> == 1) return sref<T>{data + at, data, info, i.where};
+    else return sview<T, Sub>{data, info, at};
+  }
+  template <class U, class = std::enable_if_t<std::is_convertible_v<T*, U*>>>
+  operator ptr<U>() const { return ptr<U>(data + offset); }
+};
+
+template <class A>
+struct shared_array {
+  using T = std::remove_all_extents_t<A>;
+  alignas(16) A data;
+  SharedInfo info;
+  long serial = -1;
+  // The view a thread uses; the first thread of each block refills the array.
+  sview<T, A> fresh(const char* name) {
+    Worker& w = *self()->worker;
+    if (serial != w.block_serial) {
+      std::memset(&data, 0xFF, sizeof data);
+      info.name = name, info.rank = (int)std::rank_v<A>;
+      if constexpr (std::rank_v<A> >= 1) info.dims[0] = std::extent_v<A, 0>;
+      if constexpr (std::rank_v<A> >= 2) info.dims[1] = std::extent_v<A, 1>;
+      if constexpr (std::rank_v<A> >= 3) info.dims[2] = std::extent_v<A, 2>;
+      if constexpr (std::rank_v<A> >= 4) info.dims[3] = std::extent_v<A, 3>;
+      serial = w.block_serial;
+    }
+    return sview<T, A>{(T*)&data, &info, 0};
+  }
+};
+
 template <class T>
 ptr<T> dynamic_shared() {
   constexpr size_t BYTES = 48 * 1024;
@@ -396,6 +489,8 @@ inline void thread_main() {
   }
 }
 
+inline std::atomic<long> block_serials{0};  // over all launches: see Worker::block_serial
+
 // Runs one worker's share of the blocks: block id, id + workers, ...
 inline void run_blocks(unsigned id, unsigned workers, bool reverse) {
   Worker w;
@@ -415,10 +510,14 @@ inline void run_blocks(unsigned id, unsigned workers, bool reverse) {
   }
   if (_setjmp(w.abort_launch)) return;
   const long blocks = (long)grid.x * grid.y * grid.z;
-  for (long b = id; b < blocks && !stopped; b += workers) {
+  for (long b = id; b < blocks; b += workers) {
+    if (stopped) {  // a lower block may fail too: the message names the lowest
+      std::lock_guard<std::mutex> hold(report_lock);
+      if (b > error_block) break;
+    }
     w.block_idx = {unsigned(b % grid.x), unsigned(b / grid.x % grid.y),
                    unsigned(b / ((long)grid.x * grid.y))};
-    ++w.block_serial;
+    w.block_serial = ++block_serials;
     for (unsigned i = 0; i < n; ++i) {
       threads[i].done = false;
       threads[i].idx = {i % block.x, i / block.x % block.y, i / (block.x * block.y)};
