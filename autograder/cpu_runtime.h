@@ -466,6 +466,19 @@ struct shared_array {
   }
 };
 
+// printf in a kernel: checked shared elements and pointers are passed as the
+// float and the address they stand for (the runtime's own calls are std::printf).
+template <class T>
+const T& printable(const T& v) { return v; }
+template <class T>
+T printable(const sref<T>& r) { return (T)r; }
+template <class T>
+T* printable(const ptr<T>& q) { return q.p; }
+template <class... Args>
+int print(const char* format, const Args&... args) {
+  return std::printf(format, printable(args)...);
+}
+
 template <class T>
 ptr<T> dynamic_shared() {
   constexpr size_t BYTES = 48 * 1024;
@@ -585,3 +598,4 @@ inline int launch(dim3 grid_, dim3 block_, bool reverse, unsigned workers,
 // launch with the thread, the block and the learner's line.
 #define assert(e) \
   ((e) ? (void)0 : __cpu::fault("failed assert(" #e "), at " __FILE__ ":" + std::to_string(__LINE__)))
+#define printf(...) __cpu::print(__VA_ARGS__)

@@ -239,3 +239,14 @@ def test_an_access_through_a_raw_pointer_into_a_is_checked_against_a():
     )
     text = messages(check(spec, shapes=SMALL[:1]))
     assert re.search(r"read A\[\d+\], \d+ floats? past the end of A, at [\w.]+\.cu:30", text), text
+
+
+def test_printf_of_a_shared_element_and_a_pointer_builds_and_runs():
+    source = PUBLISHED_STYLE.replace(
+        "    __syncthreads();\n#pragma unroll",
+        '    __syncthreads();\n    if (row + col + k0 == 0) printf("As %g at %p\\n", As[0][0], A);'
+        "\n#pragma unroll",
+    )
+    assert source != PUBLISHED_STYLE
+    report = check(published(source), shapes=SMALL[:1])
+    assert report.ok, str(report)
