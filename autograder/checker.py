@@ -35,6 +35,12 @@ SENTINEL = np.float32(-1.2345678e30)
 # The value in the bands around C: any change there is a write outside C.
 GUARD = np.float32(7.654321e29)
 U = 2.0**-24  # float32 unit roundoff
+# The bits of the NaN the CPU backend fills shared memory with (every byte 0xFF,
+# cpu_runtime.h's fresh_shared). Arithmetic on x86 passes a NaN operand's bits
+# through, so an element of C with these bits was computed from shared memory
+# no thread had written; the checker's own NaN (around A and B) has other bits,
+# and so has any NaN a GPU computes.
+UNWRITTEN_SHARED_BITS = 0xFFFFFFFF
 
 
 @dataclass(frozen=True)
@@ -337,6 +343,12 @@ def _explain(xp, got, expected, bad, C0, beta, product, tolerance, before, after
         hint = _whole_formula_hint(xp, got, product, C0, beta, tolerance)
         if hint:
             sentence = hint
+        elif bool((got.view(xp.uint32) == UNWRITTEN_SHARED_BITS).any()):
+            sentence += (
+                "; some are NaN from shared memory that was read before any thread wrote it "
+                "(the CPU backend fills it with NaN when a block starts): a missing "
+                "__syncthreads() after the loads, or a tile not fully loaded"
+            )
         elif bool(xp.isnan(got).any()):
             sentence += (
                 "; some are NaN: the kernel read outside A or B, which the checker "

@@ -62,6 +62,28 @@ class NoCompiler(RuntimeError):
     """No C++ compiler on this machine."""
 
 
+class ContractMismatch(ValueError):
+    """The kernel's parameters are not the course's contract; str() says where they differ."""
+
+
+CONTRACT = (
+    'extern "C" __global__ void NAME(int M, int N, int K, float alpha, const float* A, '
+    "const float* B, float beta, float* C)"
+)
+# The contract's parameters: name, and the types a kernel may declare for it
+# (A and B as float*, as most published kernels have them, run as well).
+_CONTRACT_PARAMETERS = (
+    ("M", ("int", "unsigned int", "unsigned")),
+    ("N", ("int", "unsigned int", "unsigned")),
+    ("K", ("int", "unsigned int", "unsigned")),
+    ("alpha", ("float",)),
+    ("A", ("const float*", "float*")),
+    ("B", ("const float*", "float*")),
+    ("beta", ("float",)),
+    ("C", ("float*",)),
+)
+
+
 def _code_only(source: str) -> str:
     """The source with comments and strings blanked, line breaks kept."""
 
@@ -69,6 +91,65 @@ def _code_only(source: str) -> str:
         return re.sub(r"[^\n]", " ", m.group(0))
 
     return re.sub(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"', blank, source, flags=re.DOTALL)
+
+
+def _parameter_type(declaration: str) -> str:
+    """A parameter's type as the contract writes it: 'const float* __restrict__ A' ->
+    'const float*'; top-level const (const int M, float* const C) is dropped."""
+    words = re.findall(r"\w+|\*", declaration.replace("__restrict__", " "))
+    if words and words[-1] not in ("*", "int", "float", "unsigned", "const", "double", "long"):
+        words = words[:-1]  # the parameter's name
+    if "*" not in words:
+        return " ".join(w for w in words if w not in ("const", "volatile"))
+    star = words.index("*")
+    pointee = words[:star]
+    base = " ".join(w for w in pointee if w not in ("const", "volatile"))
+    stars = "*" * words.count("*")
+    return ("const " if "const" in pointee else "") + base + stars
+
+
+def check_contract(source: str, name_expression: str, filename: str) -> None:
+    """Raise ContractMismatch, saying where, when the kernel named by name_expression
+    does not take the course's parameters. A kernel not found is left to the compiler."""
+    name = name_expression.split("<", 1)[0].strip().split("::")[-1]
+    code = _code_only(source)
+    for m in re.finditer(rf"\b{re.escape(name)}\s*\(([^()]*(?:\([^()]*\)[^()]*)*)\)", code):
+        head = code[: m.start()]
+        head = head[max(head.rfind(";"), head.rfind("}"), head.rfind("{")) + 1 :]
+        if "__global__" not in head:
+            continue
+        parameters = [p.strip() for p in m.group(1).split(",") if p.strip()]
+        line = code.count("\n", 0, m.start()) + 1
+        differences = []
+        names = {re.findall(r"\w+", p)[-1] for p in parameters}
+        missing = [n for n, _ in _CONTRACT_PARAMETERS if n not in names]
+        if len(parameters) != len(_CONTRACT_PARAMETERS) and missing:
+            differences.append(f"it has no {' and no '.join(missing)}")
+        for i, (expected_name, types) in enumerate([] if differences else _CONTRACT_PARAMETERS):
+            if i >= len(parameters):
+                missing = ", ".join(f"{t[0]} {n}" for n, t in _CONTRACT_PARAMETERS[i:])
+                differences.append(f"it lacks {missing}")
+                break
+            if _parameter_type(parameters[i]) not in types:
+                differences.append(
+                    f"parameter {i + 1} is {' '.join(parameters[i].split())} "
+                    f"where the contract has {types[0]} {expected_name}"
+                )
+        if len(parameters) > len(_CONTRACT_PARAMETERS) and not missing:
+            extra = ", ".join(parameters[len(_CONTRACT_PARAMETERS) :])
+            differences.append(f"it has more parameters than the contract ({extra})")
+        if differences:
+            own = ", ".join(" ".join(p.split()) for p in parameters)
+            raise ContractMismatch(
+                f"{name} at {filename}:{line} does not take the course's parameters; the "
+                f"grader calls it as {CONTRACT.replace('NAME', name)}, and it is declared "
+                f"({own}): {'; '.join(differences)}"
+            )
+        return
+
+
+def _c_string(text: str) -> str:
+    return text.replace("\\", "\\\\").replace('"', '\\"')
 
 
 def refuse_unsupported(source: str, filename: str) -> None:
@@ -101,19 +182,38 @@ _EXTERN_SHARED = re.compile(
 )
 
 
-def translate(source: str, name_expression: str) -> str:
-    """C++ for cpu_runtime.h, with the learner's line numbers, plus an entry point."""
+# Shared arrays of these types are checked element by element (cpu_runtime.h's
+# shared_array): a read of an element no thread has written stops the launch.
+_CHECKED_SHARED = {"float", "double"}
+
+
+def _shared_array(m: re.Match) -> str:
+    align, kind, name, dims = m.groups()
+    if kind in _CHECKED_SHARED and dims.strip() and dims.count("[") <= 4:
+        return (
+            f"static __cpu::shared_array<{kind}{dims}> __cpu_{name}[__cpu::MAX_WORKERS]; "
+            f'auto {name} = __cpu_{name}[__cpu::worker_id()].fresh("{name}");'
+        )
+    return (
+        f"static {align}{kind} __cpu_{name}[__cpu::MAX_WORKERS]{dims}; "
+        f"auto& {name} = __cpu_{name}[__cpu::worker_id()]; "
+        f"__cpu::fresh_shared(&{name}, sizeof({name}));"
+    )
+
+
+def translate(source: str, name_expression: str, filename: str = "kernel.cu") -> str:
+    """C++ for cpu_runtime.h, with the learner's line numbers (in `filename`, so that a
+    fault names the learner's file and line), plus an entry point.
+
+    Raises ContractMismatch when the kernel's parameters are not the course's."""
+    check_contract(source, name_expression, filename)
     code = source.replace("reinterpret_cast<", "__cpu::cast<")
     code = _EXTERN_SHARED.sub(r"__cpu::ptr<\1> \2 = __cpu::dynamic_shared<\1>();", code)
-    code = _SHARED.sub(
-        r"static \1\2 __cpu_\3[__cpu::MAX_WORKERS]\4; auto& \3 = __cpu_\3[__cpu::worker_id()]; "
-        r"__cpu::fresh_shared(&\3, sizeof(\3));",
-        code,
-    )
+    code = _SHARED.sub(_shared_array, code)
     code = _VOID_POINTER.sub("__cpu::vptr ", code)
     code = _POINTER.sub(lambda m: f"__cpu::ptr<{m.group(1)}{m.group(2)}> ", code)
     return f'''#include "{RUNTIME.name}"
-#line 1 "kernel.cu"
+#line 1 "{_c_string(filename)}"
 {code}
 #line 1 "cpu_entry.cpp"
 // A, B and C lie inside padded buffers (A_buffer ... + A_size, ...).
@@ -123,9 +223,14 @@ extern "C" int cpu_sgemm(int M, int N, int K, float alpha, const float* A, const
                          unsigned gx, unsigned gy, unsigned bx, unsigned by, int reverse,
                          unsigned workers, char* message, int message_size, char* notes,
                          int notes_size) {{
-  __cpu::ptr<const float> a(A, (size_t)M * K, A_buffer, A_size, "A");
-  __cpu::ptr<const float> b(B, (size_t)K * N, B_buffer, B_size, "B");
+  // Non-const, so that a kernel declaring A and B float* (as most published
+  // ones do) gets them; const float* converts from these.
+  __cpu::ptr<float> a((float*)A, (size_t)M * K, (float*)A_buffer, A_size, "A");
+  __cpu::ptr<float> b((float*)B, (size_t)K * N, (float*)B_buffer, B_size, "B");
   __cpu::ptr<float> c(C, (size_t)M * N, C_buffer, C_size, "C");
+  for (const auto* m : {{&a, &b, &c}}) {{
+    __cpu::matrices[m->name[0] - 'A'] = {{m->name, m->base, m->end, m->lo, m->hi}};
+  }}
   return __cpu::launch(dim3(gx, gy), dim3(bx, by), reverse, workers,
                        [&] {{ {name_expression}(M, N, K, alpha, a, b, beta, c); }},
                        message, message_size, notes, notes_size);
@@ -262,6 +367,15 @@ def _buffer_of(matrix: np.ndarray):
 def _with_hint(fault: str) -> str:
     if "misaligned" in fault:
         return fault + ": use scalar accesses where K or N is not a multiple of 4"
+    # A failed assert, a read of unwritten shared memory: the message says what to look at.
+    if any(s in fault for s in ("failed assert(", "before any thread of")):
+        return fault
+    loads = " A[" in fault or " B[" in fault
     if "outside C" in fault or " C[" in fault:
+        if loads:
+            return (
+                fault
+                + ": check the bounds on M, N and K in the loads, and on M and N before every store"
+            )
         return fault + ": check the bounds on M and N before every store"
     return fault + ": check the bounds on M, N and K in the loads"

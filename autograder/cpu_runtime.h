@@ -11,12 +11,14 @@
 //    written (or after they have moved on to the next tile) sees the wrong
 //    data, deterministically;
 //  - every pointer the kernel uses is checked. The checker hands A, B and C
-//    over inside padded buffers, as on a GPU; an access outside a matrix but
-//    inside its padding goes ahead (so the checker sees what a GPU would
-//    show) and the first one per matrix is noted with the thread and block
-//    that made it. An access beyond the padding, or a float4 access at an
-//    address that is not a multiple of 16 bytes, stops the launch, as it
-//    would crash a GPU.
+//    over inside padded buffers, as on a GPU. Any access outside a matrix
+//    fails the launch, even one inside its padding whose value is never
+//    used: such an access goes ahead (so that a later one, into another
+//    matrix, is seen too), and the launch then fails naming, for each
+//    matrix, the first such access: element, thread, block and the learner's
+//    line (captured with __builtin_LINE() at each access). An access beyond
+//    the padding, or a float4 access at an address that is not a multiple of
+//    16 bytes, stops the launch at once, as it would crash a GPU.
 #pragma once
 
 #include <cmath>
@@ -132,6 +134,27 @@ inline void make_context(Context& c, char* stack, size_t size, void (*entry)()) 
 
 struct Worker;
 
+// Where in the learner's source an access is made: the translation keeps its
+// line numbers (#line), and __builtin_FILE/LINE as default arguments give the
+// caller's.
+struct Where {
+  const char* file = nullptr;
+  int line = 0;
+};
+inline std::string at_line(const Where& w) {
+  return w.file ? std::string(", at ") + w.file + ":" + std::to_string(w.line) : std::string();
+}
+
+// An index into a checked pointer, with the line that used it (an operator
+// cannot take default arguments; the converting constructor can).
+struct Index {
+  std::ptrdiff_t i;
+  Where where;
+  template <class I, class = std::enable_if_t<std::is_integral_v<I> || std::is_enum_v<I>>>
+  Index(I i_, const char* file = __builtin_FILE(), int line = __builtin_LINE())
+      : i((std::ptrdiff_t)i_), where{file, line} {}
+};
+
 // A CUDA thread: a fiber whose stack begins with a pointer to this record.
 struct Thread {
   uint3 idx;
@@ -146,7 +169,7 @@ struct Thread {
 struct Worker {
   unsigned id;
   uint3 block_idx;
-  long block_serial = 0;  // counts blocks, so shared memory is poisoned once per block
+  long block_serial = 0;  // unique to each block run, so shared memory is poisoned once per block
   Context scheduler;
   jmp_buf abort_launch;
   struct Seen { void* memory; long serial; };
@@ -198,16 +221,24 @@ inline std::string who(const Thread* t) {
   _longjmp(t->worker->abort_launch, 1);
 }
 
+// The matrices of the launch, so that a raw pointer into one (&A[i], then
+// reinterpret_cast to float4*) is checked against it and named.
+struct Matrix {
+  const char* name;
+  const char *base, *end, *lo, *hi;
+};
+inline Matrix matrices[3];
+
 inline void note(const char* matrix, const std::string& what) {
   const Thread* t = self();
   const long b = linear_block(t->worker->block_idx);
   std::lock_guard<std::mutex> hold(report_lock);
   for (Note& n : notes) {
     if (n.matrix != matrix) continue;
-    if (b < n.block) n = {matrix, b, who(t) + ": " + what};
+    if (b < n.block) n = {matrix, b, who(t) + " " + what};
     return;
   }
-  notes.push_back({matrix, b, who(t) + ": " + what});
+  notes.push_back({matrix, b, who(t) + " " + what});
 }
 
 // A pointer that checks every access. Pointers into A, B and C know their
@@ -220,35 +251,43 @@ struct ptr {
   const char* lo = nullptr;  // the padded buffer around it
   const char* hi = nullptr;
   const char* name = nullptr;
+  Where where;  // the line that last moved this pointer (for *p and p->x)
 
   ptr() = default;
   ptr(std::nullptr_t) {}
+  // A raw pointer into A, B or C (&A[i]) gets that matrix's extent and name back.
   template <class U, class = std::enable_if_t<std::is_convertible_v<U*, T*>>>
-  ptr(U* raw) : p(raw) {}
+  ptr(U* raw) : p(raw) {
+    const char* c = (const char*)raw;
+    for (const Matrix& m : matrices) {
+      if (m.name && c >= m.lo && c < m.hi) base = m.base, end = m.end, lo = m.lo, hi = m.hi, name = m.name;
+    }
+  }
   template <class U, class = std::enable_if_t<std::is_convertible_v<U*, T*>>>
-  ptr(const ptr<U>& o) : p(o.p), base(o.base), end(o.end), lo(o.lo), hi(o.hi), name(o.name) {}
+  ptr(const ptr<U>& o)
+      : p(o.p), base(o.base), end(o.end), lo(o.lo), hi(o.hi), name(o.name), where(o.where) {}
   template <class U, class = std::enable_if_t<!std::is_convertible_v<U*, T*>>, class = void>
   explicit ptr(const ptr<U>& o)
-      : p((T*)o.p), base(o.base), end(o.end), lo(o.lo), hi(o.hi), name(o.name) {}
+      : p((T*)o.p), base(o.base), end(o.end), lo(o.lo), hi(o.hi), name(o.name), where(o.where) {}
   ptr(T* matrix, size_t count, T* buffer, size_t buffer_count, const char* matrix_name)
       : p(matrix), base((const char*)matrix), end((const char*)(matrix + count)),
         lo((const char*)buffer), hi((const char*)(buffer + buffer_count)), name(matrix_name) {}
 
-  T& at(std::ptrdiff_t i) const {
+  T& at(std::ptrdiff_t i, const Where& w) const {
     T* q = p + i;
     const char* c = (const char*)q;
-    if (base && (c < base || c + sizeof(T) > end)) outside(c);
-    if ((uintptr_t)q % alignof(T) != 0) misaligned();
+    if (base && (c < base || c + sizeof(T) > end)) outside(c, w);
+    if ((uintptr_t)q % alignof(T) != 0) misaligned(w);
     return *q;
   }
-  T& operator[](std::ptrdiff_t i) const { return at(i); }
-  T& operator*() const { return at(0); }
-  T* operator->() const { return &at(0); }
-  ptr operator+(std::ptrdiff_t i) const { ptr r = *this; r.p += i; return r; }
-  ptr operator-(std::ptrdiff_t i) const { ptr r = *this; r.p -= i; return r; }
+  T& operator[](Index i) const { return at(i.i, i.where); }
+  T& operator*() const { return at(0, where); }
+  T* operator->() const { return &at(0, where); }
+  ptr operator+(Index i) const { ptr r = *this; r.p += i.i; r.where = i.where; return r; }
+  ptr operator-(Index i) const { ptr r = *this; r.p -= i.i; r.where = i.where; return r; }
   std::ptrdiff_t operator-(const ptr& o) const { return p - o.p; }
-  ptr& operator+=(std::ptrdiff_t i) { p += i; return *this; }
-  ptr& operator-=(std::ptrdiff_t i) { p -= i; return *this; }
+  ptr& operator+=(Index i) { p += i.i; where = i.where; return *this; }
+  ptr& operator-=(Index i) { p -= i.i; where = i.where; return *this; }
   ptr& operator++() { ++p; return *this; }
   ptr& operator--() { --p; return *this; }
   ptr operator++(int) { ptr r = *this; ++p; return r; }
@@ -260,30 +299,34 @@ struct ptr {
   explicit operator T*() const { return p; }
 
  private:
-  void outside(const char* c) const {
+  // Any access outside the matrix fails the launch, even one inside the
+  // padding whose value is never used: on a GPU it reads another buffer's
+  // data, or crashes, depending on what lies there.
+  void outside(const char* c, const Where& w) const {
     const long element = (long)((c - base) / (long)sizeof(float));
     const long size = (long)((end - base) / (long)sizeof(float));
     const long distance = element >= size ? element - size + 1 : -element;
-    char what[160];
-    std::snprintf(what, sizeof what, "%s %s[%ld], %ld float%s %s %s", 
-                  std::is_const_v<T> ? "read" : "accessed", name, element, distance,
-                  distance == 1 ? "" : "s", element >= size ? "past the end of" : "before the start of",
-                  name);
-    if (c < lo || c + sizeof(T) > hi) fault(std::string(what) + ", outside the memory it was given "
-                                            "(cudaErrorIllegalAddress on a GPU)");
-    note(name, what);
+    const bool reading = std::is_const_v<T> || name[0] != 'C';
+    char what[200];
+    std::snprintf(what, sizeof what, "%s %s[%ld], %ld float%s %s %s", reading ? "read" : "accessed",
+                  name, element, distance, distance == 1 ? "" : "s",
+                  element >= size ? "past the end of" : "before the start of", name);
+    if (c < lo || c + sizeof(T) > hi)
+      fault(what + at_line(w) + ", outside the memory it was given (cudaErrorIllegalAddress "
+            "on a GPU)");
+    note(name, what + at_line(w));
   }
-  [[noreturn]] void misaligned() const {
+  [[noreturn]] void misaligned(const Where& w) const {
     char what[200];
     std::snprintf(what, sizeof what,
                   "made a misaligned %zu-byte access to %s at an address that is not a multiple "
-                  "of %zu bytes (cudaErrorMisalignedAddress on a GPU)",
+                  "of %zu bytes",
                   sizeof(T), name ? name : "shared or local memory", alignof(T));
-    fault(what);
+    fault(what + at_line(w) + " (cudaErrorMisalignedAddress on a GPU)");
   }
 };
 template <class T>
-ptr<T> operator+(std::ptrdiff_t i, const ptr<T>& q) { return q + i; }
+ptr<T> operator+(Index i, const ptr<T>& q) { return q + i; }
 
 // void* in a kernel: only ever converted (to an integer, to check alignment).
 struct vptr {
@@ -295,14 +338,18 @@ struct vptr {
 
 // reinterpret_cast<...>(...) in a kernel becomes __cpu::cast<...>(...).
 template <class To, class From>
-To cast(const From& from) {
+To cast(const From& from, const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
   if constexpr (std::is_integral_v<To>) {
     if constexpr (std::is_pointer_v<From>) return (To)(uintptr_t)from;
     else return (To)(uintptr_t)from.p;
   } else if constexpr (std::is_pointer_v<From>) {
-    return To((typename std::remove_reference_t<decltype(*To().p)>*)from);
+    To to((typename std::remove_reference_t<decltype(*To().p)>*)from);  // named if in A, B or C
+    to.where = {file, line};
+    return to;
   } else {
-    return To(from);
+    To to(from);
+    to.where = {file, line};
+    return to;
   }
 }
 
@@ -324,6 +371,112 @@ inline void fresh_shared(void* memory, size_t bytes) {
   }
   std::memset(memory, 0xFF, bytes);
   w.seen.push_back({memory, w.block_serial});
+}
+
+// A __shared__ array of floats (or doubles): one per worker, filled with NaN
+// bits 0xFF...FF when a block starts, as other shared memory is. Its elements
+// are read through sref, which stops the launch at the first read of an
+// element still holding those bits (no float a kernel computes has them): no
+// thread of the block has written it. Reads through a pointer (&As[i][j]) are
+// not checked; writes through one count, since they replace the bits.
+struct SharedInfo {
+  const char* name = nullptr;
+  int rank = 0;
+  size_t dims[4] = {};
+};
+
+template <class T>
+inline bool unwritten_bits(T v) {
+  unsigned char bytes[sizeof(T)];
+  std::memcpy(bytes, &v, sizeof(T));
+  for (unsigned char b : bytes) if (b != 0xFF) return false;
+  return true;
+}
+
+template <class T>
+struct sref {
+  T* p;
+  const T* data;  // the whole array's
+  const SharedInfo* info;
+  Where where;
+  operator T() const {
+    const T v = *p;
+    if (__builtin_expect(unwritten_bits(v), 0)) unwritten();
+    return v;
+  }
+  sref& operator=(T v) { *p = v; return *this; }
+  sref& operator=(const sref& o) { return *this = (T)o; }
+  sref& operator+=(T v) { return *this = (T)*this + v; }
+  sref& operator-=(T v) { return *this = (T)*this - v; }
+  sref& operator*=(T v) { return *this = (T)*this * v; }
+  sref& operator/=(T v) { return *this = (T)*this / v; }
+  ptr<T> operator&() const { return ptr<T>(p); }
+
+ private:
+  [[noreturn]] void unwritten() const {
+    std::string index;
+    size_t rest = (size_t)(p - data), stride = 1;
+    for (int d = 1; d < info->rank; ++d) stride *= info->dims[d];
+    for (int d = 0; d < info->rank; ++d) {
+      index += "[" + std::to_string(rest / stride) + "]";
+      rest %= stride;
+      if (d + 1 < info->rank) stride /= info->dims[d + 1];
+    }
+    fault(std::string("read ") + info->name + index + " before any thread of the block wrote it" +
+          at_line(where) + ": a missing __syncthreads() after the loads, or a tile not fully "
+          "loaded");
+  }
+};
+
+template <class T, class A>  // A: the array type this view indexes, e.g. float[BK]
+struct sview {
+  T* data;  // the whole array's
+  const SharedInfo* info;
+  size_t offset;  // of this view's first element, in elements
+  using Sub = std::remove_extent_t<A>;
+  static constexpr size_t SUB = sizeof(Sub) / sizeof(T);
+  auto operator[](Index i) const {
+    const size_t at = offset + (size_t)i.i * SUB;
+    if constexpr (std::rank_v<A> == 1) return sref<T>{data + at, data, info, i.where};
+    else return sview<T, Sub>{data, info, at};
+  }
+  template <class U, class = std::enable_if_t<std::is_convertible_v<T*, U*>>>
+  operator ptr<U>() const { return ptr<U>(data + offset); }
+};
+
+template <class A>
+struct shared_array {
+  using T = std::remove_all_extents_t<A>;
+  alignas(16) A data;
+  SharedInfo info;
+  long serial = -1;
+  // The view a thread uses; the first thread of each block refills the array.
+  sview<T, A> fresh(const char* name) {
+    Worker& w = *self()->worker;
+    if (serial != w.block_serial) {
+      std::memset(&data, 0xFF, sizeof data);
+      info.name = name, info.rank = (int)std::rank_v<A>;
+      if constexpr (std::rank_v<A> >= 1) info.dims[0] = std::extent_v<A, 0>;
+      if constexpr (std::rank_v<A> >= 2) info.dims[1] = std::extent_v<A, 1>;
+      if constexpr (std::rank_v<A> >= 3) info.dims[2] = std::extent_v<A, 2>;
+      if constexpr (std::rank_v<A> >= 4) info.dims[3] = std::extent_v<A, 3>;
+      serial = w.block_serial;
+    }
+    return sview<T, A>{(T*)&data, &info, 0};
+  }
+};
+
+// printf in a kernel: checked shared elements and pointers are passed as the
+// float and the address they stand for (the runtime's own calls are std::printf).
+template <class T>
+const T& printable(const T& v) { return v; }
+template <class T>
+T printable(const sref<T>& r) { return (T)r; }
+template <class T>
+T* printable(const ptr<T>& q) { return q.p; }
+template <class... Args>
+int print(const char* format, const Args&... args) {
+  return std::printf(format, printable(args)...);
 }
 
 template <class T>
@@ -349,6 +502,8 @@ inline void thread_main() {
   }
 }
 
+inline std::atomic<long> block_serials{0};  // over all launches: see Worker::block_serial
+
 // Runs one worker's share of the blocks: block id, id + workers, ...
 inline void run_blocks(unsigned id, unsigned workers, bool reverse) {
   Worker w;
@@ -368,10 +523,14 @@ inline void run_blocks(unsigned id, unsigned workers, bool reverse) {
   }
   if (_setjmp(w.abort_launch)) return;
   const long blocks = (long)grid.x * grid.y * grid.z;
-  for (long b = id; b < blocks && !stopped; b += workers) {
+  for (long b = id; b < blocks; b += workers) {
+    if (stopped) {  // a lower block may fail too: the message names the lowest
+      std::lock_guard<std::mutex> hold(report_lock);
+      if (b > error_block) break;
+    }
     w.block_idx = {unsigned(b % grid.x), unsigned(b / grid.x % grid.y),
                    unsigned(b / ((long)grid.x * grid.y))};
-    ++w.block_serial;
+    w.block_serial = ++block_serials;
     for (unsigned i = 0; i < n; ++i) {
       threads[i].done = false;
       threads[i].idx = {i % block.x, i / block.x % block.y, i / (block.x * block.y)};
@@ -405,10 +564,24 @@ inline int launch(dim3 grid_, dim3 block_, bool reverse, unsigned workers,
   for (unsigned w = 1; w < workers; ++w) helpers.emplace_back(run_blocks, w, workers, reverse);
   run_blocks(0, workers, reverse);
   for (std::thread& h : helpers) h.join();
+  if (!stopped && !notes.empty()) {  // accesses outside A, B or C, all inside the padding
+    std::sort(notes.begin(), notes.end(),
+              [](const Note& a, const Note& b) { return a.matrix[0] < b.matrix[0]; });
+    bool inputs = false, output = false;
+    std::string inputs_named;
+    for (const Note& n : notes) {
+      error += (error.empty() ? "" : "; ") + n.text;
+      if (n.matrix[0] == 'C') output = true;
+      else inputs_named += (inputs ? " and " : "") + std::string(n.matrix), inputs = true;
+    }
+    error += std::string(": the kernel ") + (inputs ? "read outside " + inputs_named : "") +
+             (inputs && output ? " and " : "") + (output ? "accessed memory outside C" : "") +
+             ", which fails even where the value is never used (on a GPU such an access "
+             "reads or corrupts other data, or crashes)";
+    stopped = true;
+  }
   std::snprintf(message_out, message_size, "%s", error.c_str());
-  std::string joined;
-  for (const Note& n : notes) joined += (joined.empty() ? "the first by " : "; the first by ") + n.text;
-  std::snprintf(notes_out, notes_size, "%s", joined.c_str());
+  std::snprintf(notes_out, notes_size, "%s", "");
   return stopped ? 1 : 0;
 }
 
@@ -419,4 +592,10 @@ inline int launch(dim3 grid_, dim3 block_, bool reverse, unsigned workers,
 #define blockDim (__cpu::block)
 #define gridDim (__cpu::grid)
 #define __syncthreads() __cpu::barrier()
-#define __ldg(p) __cpu::__ldg_impl(__cpu::ptr<const std::remove_cv_t<std::remove_reference_t<decltype(*(p))>>>(p))
+#define __ldg(p)                                                                            \
+  __cpu::__ldg_impl(__cpu::cast<__cpu::ptr<const std::remove_cv_t<std::remove_reference_t<decltype(*(p))>>>>(p))
+// NVRTC accepts assert() without an include; here a failed one stops the
+// launch with the thread, the block and the learner's line.
+#define assert(e) \
+  ((e) ? (void)0 : __cpu::fault("failed assert(" #e "), at " __FILE__ ":" + std::to_string(__LINE__)))
+#define printf(...) __cpu::print(__VA_ARGS__)

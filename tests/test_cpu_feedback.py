@@ -1,0 +1,252 @@
+"""The CPU backend's feedback names the real bug: the access, the thread, the line.
+
+Each planted kernel is a reference kernel with one substitution (or two, for a
+bug that needs both its loads changed), as in tests/planted.py; each test
+checks the verdict and that the message names the real cause.
+"""
+
+import re
+from dataclasses import replace
+
+import pytest
+from planted import RACES, planted
+
+from autograder import KernelSpec, cpu, judge, registry
+from autograder.checker import SMALL
+
+
+def check(spec, **kwargs):
+    return judge.check(spec, backend="cpu", **kwargs)
+
+
+def messages(report) -> str:
+    return " / ".join([c.message for c in report.failures] + [report.error])
+
+
+def planted_all(step_id: str, *substitutions) -> KernelSpec:
+    """Several substitutions into one reference kernel, each applying exactly once."""
+    spec = KernelSpec.from_step(registry.step(step_id))
+    source = spec.source
+    for old, new in substitutions:
+        assert source.count(old) == 1, f"{old!r} must occur once"
+        source = source.replace(old, new)
+    return replace(spec, source=source)
+
+
+# The A tile's load in step 05 checks K but not M: rows past the end of A are
+# read (into the checker's NaN padding) and then never used for C.
+MISSING_ROW_BOUND = planted(
+    "05",
+    "const bool inside = blockRow + r < M && k0 + c < K;",
+    "const bool inside = k0 + c < K;",
+)
+# Step 03's loads guarded with threadIdx instead of the global row and column:
+# right in block (0, 0) only.
+GUARD_ON_THREADIDX = planted_all(
+    "03",
+    ("(row < M && k0 + tx < K)", "(ty < M && k0 + tx < K)"),
+    ("(k0 + ty < K && col < N)", "(k0 + ty < K && tx < N)"),
+)
+
+
+def test_a_read_outside_a_whose_value_is_never_used_fails_and_says_where():
+    report = check(MISSING_ROW_BOUND, shapes=SMALL)
+    assert not report.ok, str(report)
+    text = messages(report)
+    # The matrix, the element, how far outside, the thread, the block, the line.
+    assert re.search(
+        r"thread \(\d+, \d+, 0\) of block \(\d+, \d+, 0\) read A\[\d+\], \d+ floats? past "
+        r"the end of A, at [\w.]+\.cu:41: the kernel read outside A",
+        text,
+    ), text
+    assert "even where the value is never used" in text, text
+
+
+def test_load_guards_on_threadidx_fail_naming_the_access():
+    report = check(GUARD_ON_THREADIDX, shapes=SMALL)
+    assert not report.ok, str(report)
+    text = messages(report)
+    assert re.search(
+        r"read [AB]\[\d+\], \d+ floats? past the end of [AB], at [\w.]+\.cu:3[01]", text
+    ), text
+
+
+def test_a_store_outside_c_is_named_after_a_read_outside_b():
+    # Step 02 without its bound on N reads past B first, then writes past C: both are named.
+    spec = planted("02", "if (row < M && col < N) {", "if (row < M) {")
+    text = messages(check(spec, shapes=SMALL[:1]))
+    assert "past the end of B" in text and "past the end of C" in text, text
+    assert "the kernel read outside B and accessed memory outside C" in text, text
+
+
+def test_the_translation_names_the_learners_file():
+    step = registry.step("03")
+    translated = cpu.translate(step.source(), step.name_expression, "03_smem_tiling.cu")
+    assert '#line 1 "03_smem_tiling.cu"' in translated
+
+
+def test_a_misaligned_float4_read_through_a_raw_pointer_names_the_matrix():
+    spec = planted_all(
+        "06",
+        ("const bool vecB = N % 4 == 0 && aligned16(B);", "const bool vecB = true;"),
+        (
+            "return *reinterpret_cast<const float4*>(p);",
+            "return *reinterpret_cast<const float4*>(&p[0]);",
+        ),
+    )
+    text = messages(check(spec, shapes=SMALL[:4]))
+    assert "misaligned 16-byte access to B" in text, text
+    assert re.search(r"at [\w.]+\.cu:29", text), text
+
+
+def test_a_kernel_off_the_contract_is_told_the_contract():
+    spec = planted_all(
+        "01",
+        (
+            "(int M, int N, int K, float alpha,\n"
+            + " " * 39
+            + "const float* A, const float* B,\n"
+            + " " * 39
+            + "float beta, float* C)",
+            "(int M, int N, int K, const float* A, const float* B, float* C)",
+        ),
+        ("alpha * acc + beta * C[row * N + col]", "acc"),
+    )
+    with pytest.raises(cpu.ContractMismatch) as raised:
+        cpu.translate(spec.source, spec.name_expression, spec.filename)
+    text = str(raised.value)
+    assert text.startswith("sgemm_naive at 01_naive.cu:11 does not take the course's"), text
+    assert cpu.CONTRACT.replace("NAME", "sgemm_naive") in text, text
+    assert "(int M, int N, int K, const float* A, const float* B, float* C)" in text, text
+    assert text.endswith("it has no alpha and no beta"), text
+
+
+def test_a_parameter_of_the_wrong_type_is_named():
+    spec = planted("01", "float beta, float* C)", "double beta, float* C)")
+    with pytest.raises(
+        cpu.ContractMismatch, match="parameter 7 is double beta where the contract has float beta"
+    ):
+        cpu.translate(spec.source, spec.name_expression, spec.filename)
+
+
+@pytest.mark.parametrize("step", registry.STEPS, ids=lambda s: s.name)
+def test_every_reference_kernel_meets_the_contract(step):
+    cpu.check_contract(step.source(), step.name_expression, step.path.name)
+
+
+# A correct kernel in the spelling of published teaching kernels: A and B as
+# float*, unsigned and unsigned int (NVRTC has no uint), size_t indices, assert() with no include,
+# float4 through reinterpret_cast of &A[i], __ldg, fmaf and min.
+PUBLISHED_STYLE = """
+#define TILE 16
+extern "C" __global__ void sgemm_published(int M, int N, int K, float alpha, float *A,
+                                           float *B, float beta, float *C) {
+  __shared__ float As[TILE][TILE];
+  __shared__ float Bs[TILE][TILE];
+  assert(blockDim.x == TILE);
+  const unsigned tx = threadIdx.x;
+  const unsigned int ty = threadIdx.y;
+  const size_t row = blockIdx.y * TILE + ty, col = blockIdx.x * TILE + tx;
+  float acc = 0.0f;
+  for (int k0 = 0; k0 < K; k0 += TILE) {
+    As[ty][tx] = (row < M && k0 + tx < K) ? __ldg(&A[row * K + k0 + tx]) : 0.0f;
+    Bs[ty][tx] = (k0 + ty < K && col < N) ? B[(k0 + ty) * N + col] : 0.0f;
+    __syncthreads();
+#pragma unroll
+    for (int k = 0; k < min(TILE, K - k0); ++k) acc = fmaf(As[ty][k], Bs[k][tx], acc);
+    __syncthreads();
+  }
+  if (row < M && col < N) {
+    if (K % 4 == 0 && tx == 0 && row * K % 4 == 0) {  // a float4 read of A, unused
+      const float4 a = reinterpret_cast<float4*>(&A[row * K])[0];
+      (void)a;
+    }
+    C[row * N + col] = alpha * acc + beta * C[row * N + col];
+  }
+}
+"""
+
+
+def published(source=PUBLISHED_STYLE):
+    return KernelSpec(
+        source,
+        "published.cu",
+        "sgemm_published",
+        registry.Geometry(block=(16, 16), tile=(16, 16)),
+    )
+
+
+def test_a_kernel_in_the_published_style_runs():
+    report = check(published(), shapes=SMALL)
+    assert report.ok, str(report)
+
+
+def test_a_failed_assert_names_the_line():
+    report = check(published(PUBLISHED_STYLE.replace("TILE);", "TILE + 1);")), shapes=SMALL[:1])
+    assert "failed assert(blockDim.x == TILE + 1), at " in messages(report), str(report)
+    assert re.search(r"\.cu:7\b", messages(report)), str(report)
+
+
+# Step 03 with only the top half of each A tile loaded.
+HALF_A_TILE = planted(
+    "03", "    As[ty][tx] = (row < M", "    if (ty < BS / 2) As[ty][tx] = (row < M"
+)
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [RACES["missing first __syncthreads"], HALF_A_TILE],
+    ids=["missing first __syncthreads", "half the A tile loaded"],
+)
+def test_a_read_of_unwritten_shared_memory_is_named_as_such_not_as_bounds(spec):
+    report = check(spec, shapes=SMALL)
+    assert not report.ok, str(report)
+    text = messages(report)
+    assert re.search(
+        r"thread \(\d+, \d+, 0\) of block \(\d+, \d+, 0\) read As\[\d+\]\[\d+\] before any "
+        r"thread of the block wrote it, at [\w.]+\.cu:36: a missing __syncthreads\(\) after "
+        r"the loads, or a tile not fully loaded",
+        text,
+    ), text
+    assert "outside A or B" not in text and "check the bounds" not in text, text
+
+
+def test_nan_from_unwritten_shared_memory_is_not_blamed_on_bounds():
+    # Shared memory reached through a pointer is not checked element by element;
+    # its NaN bits still tell the checker where the NaN in C came from.
+    spec = planted(
+        "03",
+        "acc += As[ty][k] * Bs[k][tx];",
+        "acc += (&As[ty][0])[k] * (&Bs[k][0])[tx];",
+    )
+    text = messages(check(RACES_WITHOUT_FIRST_BARRIER(spec), shapes=SMALL[:2]))
+    assert "NaN from shared memory that was read before any thread wrote it" in text, text
+    assert "outside A or B" not in text, text
+
+
+def RACES_WITHOUT_FIRST_BARRIER(spec):
+    old = "__syncthreads();  // the tiles are complete"
+    assert spec.source.count(old) == 1
+    return replace(spec, source=spec.source.replace(old, "// the tiles are complete"))
+
+
+def test_an_access_through_a_raw_pointer_into_a_is_checked_against_a():
+    # &A[i] is a plain pointer; __ldg and a pointer declared from it are still checked.
+    spec = planted_all(
+        "03",
+        ("(row < M && k0 + tx < K)", "(k0 + tx < K)"),
+        ("A[row * K + k0 + tx]", "__ldg(&A[row * K + k0 + tx])"),
+    )
+    text = messages(check(spec, shapes=SMALL[:1]))
+    assert re.search(r"read A\[\d+\], \d+ floats? past the end of A, at [\w.]+\.cu:30", text), text
+
+
+def test_printf_of_a_shared_element_and_a_pointer_builds_and_runs():
+    source = PUBLISHED_STYLE.replace(
+        "    __syncthreads();\n#pragma unroll",
+        '    __syncthreads();\n    if (row + col + k0 == 0) printf("As %g at %p\\n", As[0][0], A);'
+        "\n#pragma unroll",
+    )
+    assert source != PUBLISHED_STYLE
+    report = check(published(source), shapes=SMALL[:1])
+    assert report.ok, str(report)
