@@ -211,6 +211,10 @@ class CpuBackend(Backend):
                 pass
         try:  # all built before the process confines itself, once
             launches = cpu.launchers(specs, self.scratch)
+        except cpu.ContractMismatch as e:  # the learner's mistake, told as a compiler would
+            raise compiler.CompileError(
+                specs[0].filename, str(e), "the course's contract"
+            ) from None
         except (cpu.UnsupportedOnCpu, cpu.NoCompiler, isolation.IsolationUnavailable) as e:
             raise BackendUnavailable(str(e)) from None
         self.device = cpu.device()  # now with the confinement it is under

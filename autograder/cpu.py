@@ -258,7 +258,8 @@ def build(spec: KernelSpec) -> Path:
             "kernel on a GPU (--backend gpu)"
         )
     cxx = compiler()
-    cpp = translate(device_only.preprocess(spec.source, spec.filename, cxx), spec.name_expression)
+    source = device_only.preprocess(spec.source, spec.filename, cxx)
+    cpp = translate(source, spec.name_expression, spec.filename)
     key = hashlib.sha256("\0".join([cpp, RUNTIME.read_text(), cxx, *FLAGS]).encode())
     library = CACHE / f"{key.hexdigest()[:24]}.so"
     if library.exists():
