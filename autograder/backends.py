@@ -144,8 +144,9 @@ class GpuBackend(Backend):
     def _load(self, spec: KernelSpec):
         import cupy
 
-        # What NVRTC would read or hide (#include, __CUDA_ARCH__): refused on every backend.
-        device_only.refuse_directives(spec.source, spec.filename)
+        # What NVRTC would read (#include): refused on every backend. Code hidden from
+        # NVRTC is never built on a GPU, where a kernel may test __CUDA_ARCH__.
+        device_only.refuse_directives(spec.source, spec.filename, hidden_code=False)
         launch = gpu_launcher(spec)
         device = cupy.cuda.Device().attributes
         limit = min(device["MaxThreadsPerBlock"], launch.function.max_threads_per_block)

@@ -99,8 +99,9 @@ def _spliced(source: str) -> tuple[str, list[int]]:
     return "\n".join(lines), numbers
 
 
-def refuse_directives(source: str, filename: str) -> None:
-    """Raise HostCode for a directive that reads a file or hides code from NVRTC."""
+def refuse_directives(source: str, filename: str, hidden_code: bool = True) -> None:
+    """Raise HostCode for a directive that reads a file or (hidden_code: where what
+    NVRTC does not see would be built, the CPU backend) hides code from NVRTC."""
     text, numbers = _spliced(source)
     # A raw string's end is where a lexer and this check could disagree, and
     # trigraphs spell # differently: neither has a place in a kernel.
@@ -121,7 +122,7 @@ def refuse_directives(source: str, filename: str) -> None:
         words = re.findall(r"\w+", line)
         if "_Pragma" in words:
             raise HostCode(filename, numbers[index], "_Pragma: write #pragma unroll")
-        if "__CUDA_ARCH__" in words:
+        if hidden_code and "__CUDA_ARCH__" in words:
             raise HostCode(
                 filename,
                 numbers[index],

@@ -34,7 +34,7 @@ from typing import Callable
 
 import numpy as np
 
-from .checker import ALPHA, SENTINEL, tolerance_factor
+from .checker import ALPHA, SENTINEL, KernelFault, tolerance_factor
 
 WARMUP, REPEATS = 2, 20
 PROBES = 8  # columns of Freivalds' X: each one is an independent chance to catch a wrong row
@@ -138,8 +138,12 @@ def measure(
             C.fill(SENTINEL)  # finite: beta = 0 lets a kernel read C (0 * C = 0)
             backend.flush_caches()
             announce(TimedLaunch(name, index))
-            seconds = backend.time_once(lambda: launch(M, N, K, ALPHA, A, B, 0.0, C))
-            wrong = fingerprint.problem(xp, C)
+            try:
+                seconds = backend.time_once(lambda: launch(M, N, K, ALPHA, A, B, 0.0, C))
+            except KernelFault as fault:  # the CPU backend caught a bad access
+                wrong = str(fault)
+            else:
+                wrong = fingerprint.problem(xp, C)
             if wrong:
                 result.wrong = f"launch {index + 1} of {WARMUP + repeats}: {wrong}"
             elif index >= WARMUP:
