@@ -102,7 +102,8 @@ except ImportError:  # on Colab: fetch the course once, next to this notebook
     if not os.path.isdir("sgemm-course"):
         subprocess.run(["git", "clone", "--depth", "1", "{url}", "sgemm-course"], check=True)
         # What confines a kernel's native code on the CPU backend (pure Python).
-        subprocess.run([sys.executable, "-m", "pip", "install", "-q", "pyseccomp==0.1.2", "landlock==1.0.0.dev5"])
+        confine = ["pyseccomp==0.1.2", "landlock==1.0.0.dev5"]
+        subprocess.run([sys.executable, "-m", "pip", "install", "-q", *confine])
     sys.path.insert(0, os.path.abspath("sgemm-course"))
     import autograder
 from autograder import exercise, explorers
