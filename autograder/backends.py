@@ -92,9 +92,12 @@ class Backend:
         return time.perf_counter() - start
 
 
-def gpu_launcher(spec: KernelSpec):
-    """Compile spec for the current GPU; return launch(M, N, K, alpha, A, B, beta, C)."""
-    function = compiler.load(spec.source, spec.name_expression, spec.filename)
+def gpu_launcher(spec: KernelSpec, options: tuple[str, ...] = ()):
+    """Compile spec for the current GPU, with NVRTC `options` beside the defaults;
+    return launch(M, N, K, alpha, A, B, beta, C)."""
+    function = compiler.load(
+        spec.source, spec.name_expression, spec.filename, (*compiler.DEFAULT_OPTIONS, *options)
+    )
     block = (*spec.geometry.block, 1)
     shared = spec.geometry.shared_bytes
     if shared:  # a kernel gets more than 48 KB of dynamic shared memory only on request

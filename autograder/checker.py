@@ -58,6 +58,9 @@ class Shape:
         return f"{self.M}x{self.N}x{self.K}"
 
 
+# The shape a GPU run also checks on exact-size buffers for accesses outside A, B
+# and C (autograder.sanitizer): partial tiles in every direction, for 32- and 128-wide tiles.
+EXACT_SIZE = Shape(127, 129, 65, "one past and one short of the tiles")
 SMALL = (
     Shape(1, 1, 1, "a single element"),
     Shape(1, 300, 70, "one row"),
@@ -66,7 +69,7 @@ SMALL = (
     Shape(31, 33, 17, "just under and over one warp"),
     Shape(67, 131, 68, "K a multiple of 4, N not"),
     Shape(130, 516, 129, "N a multiple of 4, K not"),
-    Shape(127, 129, 65, "one past and one short of the tiles"),
+    EXACT_SIZE,
     Shape(200, 300, 60, "multiples of 4 but not of the tiles"),
     Shape(256, 512, 128, "whole tiles"),
 )
@@ -74,14 +77,29 @@ MEDIUM = (Shape(1001, 777, 513, "odd, several tiles in every direction"),)
 LARGE = (Shape(4095, 4097, 4093, "large and odd"),)
 SUITE = SMALL + MEDIUM + LARGE
 
+# What NaN in C means, as far as the case can tell: the checker's NaN around A and B.
+NAN_FROM_OUTSIDE = (
+    "; some are NaN: the kernel read outside A or B, which the checker surrounds with NaN "
+    "(check the bounds on M, N and K in the loads)"
+)
+# ... and when compute-sanitizer found no access outside A or B on the GPU: what
+# else a GPU gives a kernel that reads memory nobody wrote (autograder.judge).
+NAN_FROM_UNWRITTEN = (
+    "; some are NaN: read outside A or B (which the checker surrounds with NaN), or from "
+    "shared memory no thread had written, which on a GPU holds whatever was there; "
+    f"compute-sanitizer saw no read outside A or B at {EXACT_SIZE}, so most likely the "
+    "latter: a missing __syncthreads() after the loads, or a tile not fully loaded"
+)
+
 
 @dataclass(frozen=True)
 class Budget:
     """How much of the suite a backend can afford.
 
-    seconds: a shape is skipped, with a note, when the kernel's speed on the
-    shapes before it says it would take longer than this (0: always skipped).
-    one_beta: shapes run with beta != 0 only; every small shape has both.
+    seconds: a shape is not run, and the report says so, when the kernel's speed
+    on the shapes before it says it would take longer than this; 0: never run
+    on this backend (not the kernel's doing, so it costs no points).
+    one_beta: shapes run with beta != 0 only; the others run with both.
     """
 
     seconds: dict
@@ -89,10 +107,12 @@ class Budget:
 
 
 GPU_BUDGET = Budget({LARGE[0]: 8.0}, frozenset(LARGE))
-# The CPU runs the medium shape once, if it is quick, and never the large one.
-# (Under the notebooks' 10 s limit per case: the estimate runs high, since it
-# extrapolates from small cases, which pay more overhead per flop.)
-CPU_BUDGET = Budget({MEDIUM[0]: 8.0, LARGE[0]: 0.0}, frozenset(MEDIUM + LARGE))
+# The reference kernels take 0.15 to 1.1 s for the medium shape on the CPU (two
+# cores); the large one, 170 times the work, would take minutes, so it is left
+# to a GPU. (8 s stays under the notebooks' 10 s limit per case: the estimate
+# runs high, since it extrapolates from small cases, which pay more overhead
+# per flop.)
+CPU_BUDGET = Budget({MEDIUM[0]: 8.0, LARGE[0]: 0.0}, frozenset(LARGE))
 
 
 class KernelFault(Exception):
@@ -115,10 +135,16 @@ class Ran:
 
 
 @dataclass(frozen=True)
-class Note:
-    """Something about the run that is not a case's result (a shape skipped)."""
+class Skipped:
+    """A shape that was not run, and why. costs: whether the kernel's own slowness
+    kept it out (then a suite holding it is not passed), or the backend never runs it."""
 
-    text: str
+    shape: Shape
+    why: str
+    costs: bool
+
+    def __str__(self) -> str:
+        return f"{self.shape} not run: {self.why}"
 
 
 @dataclass(frozen=True)
@@ -129,10 +155,11 @@ class CaseResult:
     message: str = ""
     max_error: float = 0.0  # largest |C - ref| / tolerance; <= 1 passes
     seconds: float = 0.0  # the kernel's own run time
+    under: str = ""  # how it ran, when not as the other cases did
 
     @property
     def label(self) -> str:
-        return f"{self.shape}, beta={self.beta:g}"
+        return f"{self.shape}, beta={self.beta:g}" + (f", {self.under}" if self.under else "")
 
 
 @dataclass(repr=False)
@@ -142,8 +169,10 @@ class Report:
     seed: int
     cases: list[CaseResult] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
     error: str = ""  # a crash, a hang or a launch failure that ended the run
     tolerance: str = ""  # which tolerance applied (describe_tolerance)
+    bounds: str = ""  # how accesses outside A, B and C were looked for
 
     @property
     def ok(self) -> bool:
@@ -157,10 +186,13 @@ class Report:
         lines = [f"check {self.kernel} on {self.device} (seed {self.seed})"]
         if self.tolerance:
             lines.append(f"  tolerance: {self.tolerance}")
+        if self.bounds:
+            lines.append(f"  bounds: {self.bounds}")
         for c in self.cases:
             mark = "ok  " if c.ok else "FAIL"
             detail = f"error {c.max_error:.2g} of tolerance" if c.ok else c.message
             lines.append(f"  {mark} {c.label:<26} {detail}")
+        lines += [f"  not run: {s}" for s in self.skipped]
         lines += [f"  note: {n}" for n in self.notes]
         if self.error:
             lines.append(f"  FAIL {self.error}")
@@ -171,8 +203,10 @@ class Report:
     def verdict(self) -> str:
         passed = sum(c.ok for c in self.cases)
         return (
-            f"{'PASSED' if self.ok else 'FAILED'}: {passed} of {len(self.cases)} cases correct"
+            f"{'PASSED' if self.ok else 'FAILED'}: {passed} of {len(self.cases)} cases "
+            + ("run correct" if self.skipped else "correct")
             + ("" if not self.error else ", then the run stopped")
+            + "".join(f"; {s}" for s in self.skipped)
         )
 
     # A notebook shows the report once, as what it is (not the dataclass's fields).
@@ -191,6 +225,7 @@ class Report:
         extra = "".join(
             f"<p>{escape(text)}</p>"
             for text in [
+                *(f"not run: {s}" for s in self.skipped),
                 *(f"note: {n}" for n in self.notes),
                 *([f"FAIL {self.error}"] * bool(self.error)),
             ]
@@ -198,6 +233,7 @@ class Report:
         return (
             f"<p><b>{escape(self.kernel)}</b> on {escape(self.device)} (seed {self.seed})"
             + (f"<br>tolerance: {escape(self.tolerance)}" if self.tolerance else "")
+            + (f"<br>bounds: {escape(self.bounds)}" if self.bounds else "")
             + f"</p><table>{rows}</table>{extra}<p><b>{escape(self.verdict)}</b></p>"
         )
 
@@ -350,25 +386,38 @@ def _explain(xp, got, expected, bad, C0, beta, product, tolerance, before, after
                 "__syncthreads() after the loads, or a tile not fully loaded"
             )
         elif bool(xp.isnan(got).any()):
-            sentence += (
-                "; some are NaN: the kernel read outside A or B, which the checker "
-                "surrounds with NaN (check the bounds on M, N and K in the loads)"
-            )
+            sentence += NAN_FROM_OUTSIDE
         parts.append(sentence + _first_bad_element(xp, got, expected, bad, host_unwritten))
     return "; ".join(parts)
 
 
 def _whole_formula_hint(xp, got, product, C0, beta, tolerance) -> str:
-    """Recognise a result that is right except for alpha or beta."""
+    """Recognise a result that is right except for alpha or beta, or right values in
+    the wrong places: C stored column-major, or each element's row and column swapped."""
 
-    def matches(candidate):
-        return bool((xp.abs(got.astype(xp.float64) - candidate) <= tolerance).all())
+    def matches(candidate, allowed=tolerance):
+        return bool((xp.abs(got.astype(xp.float64) - candidate) <= allowed).all())
 
-    c0 = C0.astype(xp.float64)
+    c0 = C0.astype(xp.float64) if beta else xp.zeros(got.shape)
     if beta and matches(ALPHA * product):
         return "C = alpha*A*B, without + beta*C: the kernel ignores beta (or the old C)"
-    if matches(product + (beta * c0 if beta else 0.0)):
+    if matches(product + beta * c0):
         return "C = A*B + beta*C, without alpha: the kernel ignores alpha"
+    # Right values in the wrong places: element (i, j) stored at C[j * M + i] (and the
+    # old C read from there). On a square C that is the transpose, which row and column
+    # swapped in the sums gives too: the message names both.
+    M, N = got.shape
+    store = "stored at C[j * M + i] (C is row-major: element (i, j) belongs at C[i * N + j])"
+    if M > 1 and N > 1:
+        column_major = (ALPHA * product.T).reshape(M, N) + beta * c0
+        allowed = xp.abs(tolerance.T).reshape(M, N) + abs(beta) * xp.abs(c0) * 2 * U
+        if matches(column_major, allowed) and M == N:
+            return (
+                f"C looks transposed: element (i, j) holds the value of (j, i): {store}, or "
+                "computed from row j of A and column i of B (row and column swapped in the sums)"
+            )
+        if matches(column_major, allowed):
+            return f"C holds the right values in column-major order: element (i, j) was {store}"
     return ""
 
 
@@ -395,7 +444,7 @@ def iter_suite(
     """Run every shape with beta = 0 and beta != 0, as far as the budget allows.
 
     Yields the events of each case (Started, Ran, CaseResult; see case_events)
-    and a Note for a shape it skips, so that a caller watching from another
+    and Skipped for a shape it does not run, so that a caller watching from another
     process knows which case ran, and whose time it was, if one hangs.
     """
     # Inputs are drawn where the kernel runs: on a GPU, drawing the large shape's
@@ -406,12 +455,14 @@ def iter_suite(
         if shape in budget.seconds:
             estimate = seconds_per_flop * shape.flops
             if budget.seconds[shape] == 0:
-                yield Note(f"skipped {shape}: too large for this backend (check it on a GPU)")
+                yield Skipped(shape, "too large for this backend (a GPU runs it)", costs=False)
                 continue
             if estimate > budget.seconds[shape]:
-                yield Note(
-                    f"skipped {shape}: at this kernel's speed here it would take about "
-                    f"{estimate:.0f} s"
+                yield Skipped(
+                    shape,
+                    f"at this kernel's speed here it would take about {estimate:.0f} s, "
+                    f"more than the {budget.seconds[shape]:.0f} s allowed",
+                    costs=True,
                 )
                 continue
         for beta in (BETA,) if shape in budget.one_beta else (0.0, BETA):

@@ -275,12 +275,28 @@ def build(spec: KernelSpec) -> Path:
         check=False,
     )
     if result.returncode:
-        raise UnsupportedOnCpu(
-            "the CPU backend could not translate this kernel (it compiles for the GPU, so this "
-            "is a gap in the backend): check it with --backend gpu.\n" + result.stderr[-2000:]
-        )
+        raise UnsupportedOnCpu(_untranslatable(result.stderr, spec.filename))
     partial.replace(library)  # atomic: a concurrent build never sees half a library
     return library
+
+
+def _untranslatable(stderr: str, filename: str) -> str:
+    """What the CPU backend could not build, by name and the learner's line, from the
+    C++ compiler's first error there ("01_naive.cu:24:14: error: '__fdividef' was not
+    declared in this scope")."""
+    first = re.search(rf"^{re.escape(filename)}:(\d+):\d+: error: (.*)$", stderr, re.MULTILINE)
+    if not first:
+        where, what = "", "this kernel"
+    else:
+        named = re.search(r"[‘'`]([^’'`]+)[’'`]", first.group(2))
+        where = f" at {filename}:{first.group(1)}"
+        what = named.group(1) if named else first.group(2)
+    return (
+        f"the CPU backend cannot run {what}{where} (the C++ compiler said: "
+        f"{first.group(2) if first else stderr.strip()[-500:]}). The kernel compiles for "
+        "the GPU, so this is a gap in the CPU backend, not a mistake in your kernel: write "
+        "that line another way to check it here, or check it on a GPU (--backend gpu)"
+    )
 
 
 def launchers(specs: list[KernelSpec], scratch: Path) -> list:

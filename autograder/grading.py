@@ -133,10 +133,8 @@ def _run_tests(result: Grade, submission: Submission, step: Step, options: Optio
     result.gflops, result.minimum_gflops = speed.gflops, speed.minimum
     for test in rubric.CUDA_TESTS:
         if test.suite:
-            passed, message = (
-                evaluation.problems[test.suite] is None,
-                evaluation.problems[test.suite],
-            )
+            problem = evaluation.problems[test.suite]
+            passed, message = problem is None, problem or evaluation.not_run(test.suite)
         else:
             passed, message = speed.passed, speed.message
         earned = test.points if passed else 0

@@ -21,13 +21,27 @@ from __future__ import annotations
 
 import signal
 import traceback
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 import numpy as np
 
-from . import checker, gpu, isolation, timing
+from . import checker, gpu, isolation, sanitizer, timing
 from .backends import BackendUnavailable, LaunchRefused, explain_cuda_error, open_backend
-from .checker import SUITE, CaseResult, Note, Ran, Report, Shape, Started, fresh_seed
+from .checker import (
+    BETA,
+    EXACT_SIZE,
+    NAN_FROM_OUTSIDE,
+    NAN_FROM_UNWRITTEN,
+    SUITE,
+    CaseResult,
+    Ran,
+    Report,
+    Shape,
+    Skipped,
+    Started,
+    fresh_seed,
+)  # fmt: skip
 from .child import Child, Died, Forged, Hung
 from .compiler import CompileError
 from .kernel import KernelSpec
@@ -178,7 +192,7 @@ def _serve(conn, job: Job, scratch) -> None:
 # Every class a child of this module may send (child.Child refuses anything else).
 MESSAGES = (
     Ready, Measured, Crashed, Refused, CompileFailed, Unavailable, Broke, Done,
-    Started, Ran, Note, CaseResult, Shape, timing.TimedLaunch, timing.Measurement,
+    Started, Ran, Skipped, CaseResult, Shape, timing.TimedLaunch, timing.Measurement,
 )  # fmt: skip
 
 
@@ -208,59 +222,116 @@ def run(job: Job, case_timeout_s: float = CASE_TIMEOUT_S) -> Outcome:
     doing, timeout = f"starting the {job.backend.upper()} and compiling", SETUP_TIMEOUT_S
     started: Started | None = None  # the case whose kernel is running
     seconds_per_flop = 0.0  # the kernel's best rate so far, to tell slow from stuck
-    with isolation.scratch() as scratch, Child(_serve, job, scratch, messages=MESSAGES) as child:
-        while True:
-            message = child.receive(timeout, doing)
-            if isinstance(message, Hung):
-                if timeout != case_timeout_s:
-                    raise GraderFault(f"the grader got stuck {doing} (no word in {timeout:.0f} s)")
-                report.error = _hung(message, started, seconds_per_flop)
-                break
-            if isinstance(message, Died):
-                if timeout != case_timeout_s and message.exitcode != -signal.SIGSYS:
-                    raise GraderFault(f"the grader's process died {doing} ({message.why})")
-                report.error = f"{doing}: the process running the kernel died ({message.why})"
-                break
-            if isinstance(message, Forged):
-                report.error = f"{doing}: {message.why}"
-                break
-            if isinstance(message, (Started, timing.TimedLaunch)):
-                started = message if isinstance(message, Started) else None
-                doing = message.label if started else _TIMING[message.kernel]
-                timeout = case_timeout_s
-                continue
-            doing, timeout = "judging the result", JUDGE_TIMEOUT_S
-            if isinstance(message, Ran):
-                if message.seconds and started:
-                    rate = message.seconds / started.flops
-                    seconds_per_flop = min(seconds_per_flop or rate, rate)
-            elif isinstance(message, CaseResult):
-                report.cases.append(message)
-            elif isinstance(message, Note):
-                report.notes.append(message.text)
-            elif isinstance(message, Measured):
-                outcome.measurements.append(message.results)
-            elif isinstance(message, Ready):
-                report.device = message.device
-                outcome.device_name, outcome.peak_gflops = message.name, message.peak_gflops
-            elif isinstance(message, Crashed):
-                report.error = f"{_doing(started, doing)}: {message.why}"
-                break
-            elif isinstance(message, Refused):
-                report.error = f"not run: {message.why}"
-                break
-            elif isinstance(message, CompileFailed):
-                raise CompileError(message.filename, message.log, message.compiler)
-            elif isinstance(message, Unavailable):
-                raise BackendUnavailable(message.why)
-            elif isinstance(message, Broke):
-                raise GraderFault(f"the grader broke:\n{message.trace}")
-            elif isinstance(message, Done):
-                break
+    with isolation.scratch() as scratch:
+        with Child(_serve, job, scratch, messages=MESSAGES) as child:
+            while True:
+                message = child.receive(timeout, doing)
+                if isinstance(message, Hung):
+                    if timeout != case_timeout_s:
+                        raise GraderFault(
+                            f"the grader got stuck {doing} (no word in {timeout:.0f} s)"
+                        )
+                    report.error = _hung(message, started, seconds_per_flop)
+                    break
+                if isinstance(message, Died):
+                    if timeout != case_timeout_s and message.exitcode != -signal.SIGSYS:
+                        raise GraderFault(f"the grader's process died {doing} ({message.why})")
+                    report.error = f"{doing}: the process running the kernel died ({message.why})"
+                    break
+                if isinstance(message, Forged):
+                    report.error = f"{doing}: {message.why}"
+                    break
+                if isinstance(message, (Started, timing.TimedLaunch)):
+                    started = message if isinstance(message, Started) else None
+                    doing = message.label if started else _TIMING[message.kernel]
+                    timeout = case_timeout_s
+                    continue
+                doing, timeout = "judging the result", JUDGE_TIMEOUT_S
+                if isinstance(message, Ran):
+                    if message.seconds and started:
+                        rate = message.seconds / started.flops
+                        seconds_per_flop = min(seconds_per_flop or rate, rate)
+                elif isinstance(message, CaseResult):
+                    report.cases.append(_with_launch_hint(message, job.spec))
+                elif isinstance(message, Skipped):
+                    report.skipped.append(message)
+                elif isinstance(message, Measured):
+                    outcome.measurements.append(message.results)
+                elif isinstance(message, Ready):
+                    report.device = message.device
+                    outcome.device_name, outcome.peak_gflops = message.name, message.peak_gflops
+                elif isinstance(message, Crashed):
+                    report.error = f"{_doing(started, doing)}: {message.why}"
+                    break
+                elif isinstance(message, Refused):
+                    report.error = f"not run: {message.why}"
+                    break
+                elif isinstance(message, CompileFailed):
+                    raise CompileError(message.filename, message.log, message.compiler)
+                elif isinstance(message, Unavailable):
+                    raise BackendUnavailable(message.why)
+                elif isinstance(message, Broke):
+                    raise GraderFault(f"the grader broke:\n{message.trace}")
+                elif isinstance(message, Done):
+                    break
+        _check_bounds(job, report, scratch)
     printed = child.output.summary()
     if printed:
         report.notes.append(printed)
     return outcome
+
+
+CPU_BOUNDS = "every access and every read of shared memory checked (the CPU backend)"
+
+
+def _check_bounds(job: Job, report: Report, scratch) -> None:
+    """What the cases cannot see on a GPU (a read outside A or B whose value goes
+    unused, a race that happens not to show): the CPU backend checks every access as
+    it runs; a GPU run that checked EXACT_SIZE runs it once more on exact-size buffers
+    under compute-sanitizer (autograder.sanitizer), as one more case."""
+    if job.backend == "cpu":
+        report.bounds = CPU_BOUNDS
+        return
+    checked = any(isinstance(s, Check) and EXACT_SIZE in s.shapes for s in job.stages)
+    if not checked:
+        return
+    if report.error:
+        report.bounds = "not checked, since the run stopped"
+        return
+    executable = sanitizer.find()
+    if executable is None:
+        report.bounds = (
+            "NOT CHECKED on this GPU: compute-sanitizer (part of the CUDA toolkit) was not "
+            "found; `--backend cpu` checks every access"
+        )
+        return
+    try:
+        found = sanitizer.sanitize(job.spec, EXACT_SIZE, Path(scratch), executable)
+    except sanitizer.SanitizerFailed as e:
+        report.bounds = f"NOT CHECKED: {e}"
+        return
+    tools = " and ".join(sanitizer.tools_for(job.spec))
+    how = f"exact-size buffers, compute-sanitizer {tools}"
+    report.bounds = f"{EXACT_SIZE} run again on {how}"
+    report.cases.append(CaseResult(EXACT_SIZE, BETA, not found, found, under=how))
+    if not found:  # NaN in C came from somewhere other than the padding around A and B
+        report.cases = [
+            replace(c, message=c.message.replace(NAN_FROM_OUTSIDE, NAN_FROM_UNWRITTEN))
+            for c in report.cases
+        ]
+
+
+def _with_launch_hint(case: CaseResult, spec: KernelSpec) -> CaseResult:
+    """Elements never written by a kernel launched with a hand-given tile: the tile may
+    be larger than what one block of the kernel covers, leaving gaps in the grid."""
+    if case.ok or not spec.launch_by_hand or "never written" not in case.message:
+        return case
+    rows, cols = spec.geometry.tile
+    hint = (
+        f"; or the launch's tile is too large: --tile {rows}x{cols} gives one block per "
+        f"{rows}x{cols} of C, so a block of this kernel must cover that much"
+    )
+    return replace(case, message=case.message + hint)
 
 
 def _doing(started: Started | None, doing: str) -> str:

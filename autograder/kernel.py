@@ -25,6 +25,7 @@ class KernelSpec:
     name_expression: str
     geometry: Geometry
     input_roundoff: float = 0.0  # see registry.Step: for the checker's tolerance
+    launch_by_hand: bool = False  # the geometry came from --block/--tile, not from a step
 
     @classmethod
     def from_step(cls, step: Step) -> "KernelSpec":
@@ -144,7 +145,7 @@ def from_source(
     # geometry given by hand judges it as plain FP32, whatever the file is called.
     judged_as_step = step and (like or not (block or tile))
     roundoff = step.input_roundoff if judged_as_step else 0.0
-    return KernelSpec(source, filename, expression, geometry, roundoff)
+    return KernelSpec(source, filename, expression, geometry, roundoff, bool(block or tile))
 
 
 def _guess_step(filename: str, kernel: str, like: str | None) -> Step | None:

@@ -124,6 +124,13 @@ class Evaluation:
     speed: Speed | None = None  # when timing was asked for
     device: str = ""
 
+    def not_run(self, suite: str) -> str:
+        """The suite's shapes this backend never runs, said beside a pass: a grade
+        earned without them says so."""
+        shapes = SUITES[suite]
+        unrun = [str(s) for s in self.report.skipped if s.shape in shapes]
+        return "passed; " + "; ".join(unrun) if unrun else ""
+
 
 def evaluate(
     spec: KernelSpec,
@@ -171,6 +178,11 @@ def _problem(report: Report, shapes) -> str | None:
     """None if the kernel is right on every shape of `shapes`, else what is wrong."""
     ran = {c.shape for c in report.cases}
     failures = [f"{c.label}: {c.message}" for c in report.failures if c.shape in shapes]
+    failures += [
+        f"{s}: a suite is passed only when each of its shapes ran"
+        for s in report.skipped
+        if s.costs and s.shape in shapes
+    ]
     if report.error and not ran.issuperset(shapes):  # the run stopped before its end
         failures.append(report.error)
     return f"{len(failures)} failing: " + "\n".join(failures[:5]) if failures else None

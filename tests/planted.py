@@ -39,6 +39,14 @@ PLANTED = {
         planted("06", "const bool vecB = N % 4 == 0 && aligned16(B);", "const bool vecB = true;"),
         "cudaErrorMisalignedAddress",
     ),
+    "column-major store": (
+        planted(
+            "01",
+            "C[row * N + col] = alpha * acc + beta * C[row * N + col];",
+            "C[col * M + row] = alpha * acc + beta * C[col * M + row];",
+        ),
+        "column-major order",
+    ),
     "endless loop": (
         planted(
             "02",
@@ -56,3 +64,47 @@ RACES = {
         "03", "__syncthreads();  // everyone is done reading", "// everyone is done reading"
     ),
 }
+
+
+def planted_all(step_id: str, *substitutions) -> KernelSpec:
+    """Several substitutions into one reference kernel, each applying exactly once."""
+    spec = KernelSpec.from_step(registry.step(step_id))
+    source = spec.source
+    for old, new in substitutions:
+        assert source.count(old) == 1, f"{old!r} must occur once"
+        source = source.replace(old, new)
+    return replace(spec, source=source)
+
+
+# The A tile's load in step 05 checks K but not M: rows past the end of A are
+# read (into the checker's NaN padding) and then never used for C.
+MISSING_ROW_BOUND = planted(
+    "05",
+    "const bool inside = blockRow + r < M && k0 + c < K;",
+    "const bool inside = k0 + c < K;",
+)
+# Step 03's loads guarded with threadIdx instead of the global row and column:
+# right in block (0, 0) only.
+GUARD_ON_THREADIDX = planted_all(
+    "03",
+    ("(row < M && k0 + tx < K)", "(ty < M && k0 + tx < K)"),
+    ("(k0 + ty < K && col < N)", "(k0 + ty < K && tx < N)"),
+)
+# Step 03 with only the first half of the A tile's rows loaded: the rest of As
+# is read before any thread wrote it.
+HALF_A_TILE = planted(
+    "03", "    As[ty][tx] = (row < M", "    if (ty < BS / 2) As[ty][tx] = (row < M"
+)
+
+# Right on every case by luck only: their reads outside A or B land in the
+# checker's padding and go unused. On exact-size buffers they read other data.
+UNSAFE = {
+    "A tile's row bound missing": (MISSING_ROW_BOUND, "the kernel read outside A"),
+    "load guards on threadIdx": (GUARD_ON_THREADIDX, "the kernel read outside"),
+}
+
+# Row and column swapped in the sums: C[i][j] gets (AB)[j][i]. Only a square C
+# shows it as such (elsewhere the reads leave A and B).
+TRANSPOSED = planted(
+    "01", "acc += A[row * K + k] * B[k * N + col];", "acc += A[col * K + k] * B[k * N + row];"
+)

@@ -140,9 +140,11 @@ def test_a_shape_is_skipped_when_the_kernel_is_too_slow_for_it():
     shapes = (Shape(3, 3, 3),) + checker.MEDIUM + checker.LARGE
     budget = checker.Budget({checker.MEDIUM[0]: 1e-12, checker.LARGE[0]: 0.0}, frozenset())
     events = list(checker.iter_suite(np, slow, shapes, seed=1, budget=budget))
-    notes = [e.text for e in events if isinstance(e, checker.Note)]
-    assert notes[0].startswith("skipped 1001x777x513: at this kernel's speed here")
-    assert notes[1].startswith("skipped 4095x4097x4093: too large for this backend")
+    skipped = [e for e in events if isinstance(e, checker.Skipped)]
+    assert str(skipped[0]).startswith("1001x777x513 not run: at this kernel's speed here")
+    assert skipped[0].costs  # the kernel's own slowness
+    assert str(skipped[1]).startswith("4095x4097x4093 not run: too large for this backend")
+    assert not skipped[1].costs  # never run on this backend
     assert calls == [3, 3]  # only the small shape ran, with both betas
 
 
@@ -193,3 +195,20 @@ def test_a_notebook_shows_the_report_once_as_a_table_not_as_dataclass_fields():
     assert repr(report) == str(report) and "CaseResult(" not in repr(report)
     html = report._repr_html_()
     assert "<table>" in html and "127x129x65, beta=0" in html and "PASSED: 1 of 1" in html
+
+
+def test_a_shape_the_kernel_was_too_slow_for_fails_its_suite_and_one_never_run_is_said():
+    from autograder import verdicts
+
+    report = checker.Report("k", "cpu", seed=1)
+    report.cases = [checker.CaseResult(checker.SMALL[0], 0.0, True)]
+    report.skipped = [
+        checker.Skipped(checker.MEDIUM[0], "at this kernel's speed here ...", costs=True),
+        checker.Skipped(checker.LARGE[0], "too large for this backend", costs=False),
+    ]
+    problem = verdicts._problem(report, verdicts.SUITES["odd"])
+    assert "1001x777x513 not run: at this kernel's speed" in problem
+    assert "4095x4097x4093" not in problem  # the backend's doing, not the kernel's
+    evaluation = verdicts.Evaluation(report, {"odd": problem})
+    assert "4095x4097x4093 not run: too large" in evaluation.not_run("odd")
+    assert "1 of 1 cases run correct; 1001x777x513 not run" in report.verdict

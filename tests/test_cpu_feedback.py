@@ -9,10 +9,19 @@ import re
 from dataclasses import replace
 
 import pytest
-from planted import RACES, planted
+from planted import (
+    GUARD_ON_THREADIDX,
+    HALF_A_TILE,
+    MISSING_ROW_BOUND,
+    RACES,
+    TRANSPOSED,
+    planted,
+    planted_all,
+)
 
 from autograder import KernelSpec, cpu, judge, registry
-from autograder.checker import SMALL
+from autograder.backends import BackendUnavailable
+from autograder.checker import SMALL, Shape
 
 
 def check(spec, **kwargs):
@@ -21,32 +30,6 @@ def check(spec, **kwargs):
 
 def messages(report) -> str:
     return " / ".join([c.message for c in report.failures] + [report.error])
-
-
-def planted_all(step_id: str, *substitutions) -> KernelSpec:
-    """Several substitutions into one reference kernel, each applying exactly once."""
-    spec = KernelSpec.from_step(registry.step(step_id))
-    source = spec.source
-    for old, new in substitutions:
-        assert source.count(old) == 1, f"{old!r} must occur once"
-        source = source.replace(old, new)
-    return replace(spec, source=source)
-
-
-# The A tile's load in step 05 checks K but not M: rows past the end of A are
-# read (into the checker's NaN padding) and then never used for C.
-MISSING_ROW_BOUND = planted(
-    "05",
-    "const bool inside = blockRow + r < M && k0 + c < K;",
-    "const bool inside = k0 + c < K;",
-)
-# Step 03's loads guarded with threadIdx instead of the global row and column:
-# right in block (0, 0) only.
-GUARD_ON_THREADIDX = planted_all(
-    "03",
-    ("(row < M && k0 + tx < K)", "(ty < M && k0 + tx < K)"),
-    ("(k0 + ty < K && col < N)", "(k0 + ty < K && tx < N)"),
-)
 
 
 def test_a_read_outside_a_whose_value_is_never_used_fails_and_says_where():
@@ -188,11 +171,6 @@ def test_a_failed_assert_names_the_line():
 
 
 # Step 03 with only the top half of each A tile loaded.
-HALF_A_TILE = planted(
-    "03", "    As[ty][tx] = (row < M", "    if (ty < BS / 2) As[ty][tx] = (row < M"
-)
-
-
 @pytest.mark.parametrize(
     "spec",
     [RACES["missing first __syncthreads"], HALF_A_TILE],
@@ -250,3 +228,46 @@ def test_printf_of_a_shared_element_and_a_pointer_builds_and_runs():
     assert source != PUBLISHED_STYLE
     report = check(published(source), shapes=SMALL[:1])
     assert report.ok, str(report)
+
+
+@pytest.mark.parametrize("backend", ["cpu", pytest.param("gpu", marks=pytest.mark.gpu)])
+def test_a_transposed_result_is_recognised(backend):
+    square = (Shape(128, 128, 64), Shape(96, 96, 33))
+    report = judge.check(TRANSPOSED, shapes=square, backend=backend)
+    assert not report.ok
+    for case in report.failures:
+        assert case.message.startswith("C looks transposed: element (i, j) holds the value"), case
+
+
+def test_a_tile_larger_than_a_block_covers_is_named_beside_the_unwritten_elements():
+    from autograder.kernel import from_source
+
+    step = registry.step("03")
+    spec = from_source(step.source(), step.path.name, block=(32, 32), tile=(64, 64))
+    report = check(spec, shapes=(Shape(127, 129, 65),))
+    assert not report.ok
+    text = messages(report)
+    assert "never written" in text and "--tile 64x64 gives one block per 64x64 of C" in text, text
+
+
+INNER = "acc += A[row * K + k] * B[k * N + col];"
+
+
+def test_float_and_bit_intrinsics_that_nvrtc_accepts_run_on_the_cpu():
+    spec = planted(
+        "01",
+        INNER,
+        "acc += __fdividef(A[row * K + k], 1.0f) * __int_as_float(__float_as_int(B[k * N + col]))"
+        " + 0.0f * (rsqrtf(4.0f) + __saturatef(2.0f) + __popc(5u) + __clz(1));",
+    )
+    report = check(spec, shapes=SMALL[:5])
+    assert report.ok, str(report)
+
+
+def test_what_the_cpu_backend_cannot_build_is_named_with_its_line():
+    spec = planted("01", INNER, "acc += A[row * K + k] * B[k * N + col] + 0.0f * __brev(1u);")
+    with pytest.raises(BackendUnavailable) as caught:
+        check(spec, shapes=SMALL[:1])
+    text = str(caught.value)
+    assert text.startswith("the CPU backend cannot run __brev at 01_naive.cu:24"), text
+    assert "not a mistake in your kernel" in text, text

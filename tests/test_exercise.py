@@ -1,5 +1,7 @@
 """The exercise API's own rules: performance thresholds and the step-00 checks."""
 
+import re
+
 import pytest
 
 from autograder import exercise, registry, verdicts
@@ -47,3 +49,26 @@ def test_gflops_check_names_the_formula():
     exercise.assert_gflops(lambda M, N, K, s: 2 * M * N * K / s / 1e9)
     with pytest.raises(AssertionError, match="count 2 FLOPs per multiply-add"):
         exercise.assert_gflops(lambda M, N, K, s: M * N * K / s / 1e9)
+
+
+def test_in_a_notebook_a_fault_and_a_compile_error_name_the_line_of_the_writefile_cell(
+    tmp_path, monkeypatch, capsys
+):
+    from planted import MISSING_ROW_BOUND
+
+    monkeypatch.chdir(tmp_path)
+    kernel = tmp_path / MISSING_ROW_BOUND.filename
+    kernel.write_text(MISSING_ROW_BOUND.source)
+    report = exercise.check(kernel.name, quick=True)
+    text = " / ".join(c.message for c in report.failures)
+    # Line 41 of the file is line 42 of the cell, under its %%writefile line.
+    assert f"{kernel.name}:41 (cell line 42)" in text, text
+
+    kernel.write_text(MISSING_ROW_BOUND.source.replace("float regM[TM];", "float regM[TM] = ;"))
+    exercise.check(kernel.name)
+    printed = capsys.readouterr().out
+    assert re.search(rf"{kernel.name}\((\d+)\) \(cell line (\d+)\)", printed), printed
+    file_line, cell_line = (
+        int(g) for g in re.search(r"\((\d+)\) \(cell line (\d+)\)", printed).groups()
+    )
+    assert cell_line == file_line + 1
