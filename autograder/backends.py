@@ -14,7 +14,7 @@ from typing import Callable
 
 import numpy as np
 
-from . import compiler, device_only, gpu, isolation
+from . import compiler, contract, device_only, gpu, isolation
 from .checker import CPU_BUDGET, GPU_BUDGET, Budget
 from .kernel import KernelSpec
 
@@ -63,6 +63,14 @@ def _refuse_unlaunchable(spec: KernelSpec, max_threads: int, why_fewer: str = ""
             f"the launch asks for {threads} threads per block (block {bx}x{by}); "
             f"this device runs at most {max_threads} per block{why_fewer}"
         )
+
+
+def _check_contract(spec: KernelSpec) -> None:
+    """A kernel that does not take the contract's parameters, told as a compile error."""
+    try:
+        contract.check(spec.source, spec.name_expression, spec.filename)
+    except contract.Mismatch as e:
+        raise compiler.CompileError(spec.filename, str(e), contract.CHECKER) from None
 
 
 @dataclass
@@ -150,6 +158,7 @@ class GpuBackend(Backend):
         # What NVRTC would read (#include): refused on every backend. Code hidden from
         # NVRTC is never built on a GPU, where a kernel may test __CUDA_ARCH__.
         device_only.refuse_directives(spec.source, spec.filename, hidden_code=False)
+        _check_contract(spec)  # CuPy would pass the contract's arguments whatever it declares
         launch = gpu_launcher(spec)
         device = cupy.cuda.Device().attributes
         limit = min(device["MaxThreadsPerBlock"], launch.function.max_threads_per_block)
@@ -207,6 +216,7 @@ class CpuBackend(Backend):
             except cpu.UnsupportedOnCpu as e:
                 raise BackendUnavailable(str(e)) from None
             _refuse_unlaunchable(spec, compiler.MAX_THREADS_PER_BLOCK)
+            _check_contract(spec)
             try:  # NVRTC first, so that a compile error reads exactly as it would on a GPU
                 compiler.compile_for_arch(
                     spec.source, [spec.name_expression], "sm_75", spec.filename
@@ -215,10 +225,6 @@ class CpuBackend(Backend):
                 pass
         try:  # all built before the process confines itself, once
             launches = cpu.launchers(specs, self.scratch)
-        except cpu.ContractMismatch as e:  # the learner's mistake, told as a compiler would
-            raise compiler.CompileError(
-                specs[0].filename, str(e), "the course's contract"
-            ) from None
         except (cpu.UnsupportedOnCpu, cpu.NoCompiler, isolation.IsolationUnavailable) as e:
             raise BackendUnavailable(str(e)) from None
         self.device = cpu.device()  # now with the confinement it is under

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import device_only, isolation
+from . import contract, device_only, isolation
 from .checker import KernelFault
 from .kernel import KernelSpec
 
@@ -62,92 +62,6 @@ class NoCompiler(RuntimeError):
     """No C++ compiler on this machine."""
 
 
-class ContractMismatch(ValueError):
-    """The kernel's parameters are not the course's contract; str() says where they differ."""
-
-
-CONTRACT = (
-    'extern "C" __global__ void NAME(int M, int N, int K, float alpha, const float* A, '
-    "const float* B, float beta, float* C)"
-)
-# The contract's parameters: name, and the types a kernel may declare for it
-# (A and B as float*, as most published kernels have them, run as well).
-_CONTRACT_PARAMETERS = (
-    ("M", ("int", "unsigned int", "unsigned")),
-    ("N", ("int", "unsigned int", "unsigned")),
-    ("K", ("int", "unsigned int", "unsigned")),
-    ("alpha", ("float",)),
-    ("A", ("const float*", "float*")),
-    ("B", ("const float*", "float*")),
-    ("beta", ("float",)),
-    ("C", ("float*",)),
-)
-
-
-def _code_only(source: str) -> str:
-    """The source with comments and strings blanked, line breaks kept."""
-
-    def blank(m):
-        return re.sub(r"[^\n]", " ", m.group(0))
-
-    return re.sub(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"', blank, source, flags=re.DOTALL)
-
-
-def _parameter_type(declaration: str) -> str:
-    """A parameter's type as the contract writes it: 'const float* __restrict__ A' ->
-    'const float*'; top-level const (const int M, float* const C) is dropped."""
-    words = re.findall(r"\w+|\*", declaration.replace("__restrict__", " "))
-    if words and words[-1] not in ("*", "int", "float", "unsigned", "const", "double", "long"):
-        words = words[:-1]  # the parameter's name
-    if "*" not in words:
-        return " ".join(w for w in words if w not in ("const", "volatile"))
-    star = words.index("*")
-    pointee = words[:star]
-    base = " ".join(w for w in pointee if w not in ("const", "volatile"))
-    stars = "*" * words.count("*")
-    return ("const " if "const" in pointee else "") + base + stars
-
-
-def check_contract(source: str, name_expression: str, filename: str) -> None:
-    """Raise ContractMismatch, saying where, when the kernel named by name_expression
-    does not take the course's parameters. A kernel not found is left to the compiler."""
-    name = name_expression.split("<", 1)[0].strip().split("::")[-1]
-    code = _code_only(source)
-    for m in re.finditer(rf"\b{re.escape(name)}\s*\(([^()]*(?:\([^()]*\)[^()]*)*)\)", code):
-        head = code[: m.start()]
-        head = head[max(head.rfind(";"), head.rfind("}"), head.rfind("{")) + 1 :]
-        if "__global__" not in head:
-            continue
-        parameters = [p.strip() for p in m.group(1).split(",") if p.strip()]
-        line = code.count("\n", 0, m.start()) + 1
-        differences = []
-        names = {re.findall(r"\w+", p)[-1] for p in parameters}
-        missing = [n for n, _ in _CONTRACT_PARAMETERS if n not in names]
-        if len(parameters) != len(_CONTRACT_PARAMETERS) and missing:
-            differences.append(f"it has no {' and no '.join(missing)}")
-        for i, (expected_name, types) in enumerate([] if differences else _CONTRACT_PARAMETERS):
-            if i >= len(parameters):
-                missing = ", ".join(f"{t[0]} {n}" for n, t in _CONTRACT_PARAMETERS[i:])
-                differences.append(f"it lacks {missing}")
-                break
-            if _parameter_type(parameters[i]) not in types:
-                differences.append(
-                    f"parameter {i + 1} is {' '.join(parameters[i].split())} "
-                    f"where the contract has {types[0]} {expected_name}"
-                )
-        if len(parameters) > len(_CONTRACT_PARAMETERS) and not missing:
-            extra = ", ".join(parameters[len(_CONTRACT_PARAMETERS) :])
-            differences.append(f"it has more parameters than the contract ({extra})")
-        if differences:
-            own = ", ".join(" ".join(p.split()) for p in parameters)
-            raise ContractMismatch(
-                f"{name} at {filename}:{line} does not take the course's parameters; the "
-                f"grader calls it as {CONTRACT.replace('NAME', name)}, and it is declared "
-                f"({own}): {'; '.join(differences)}"
-            )
-        return
-
-
 def _c_string(text: str) -> str:
     return text.replace("\\", "\\\\").replace('"', '\\"')
 
@@ -156,7 +70,7 @@ def refuse_unsupported(source: str, filename: str) -> None:
     """Refuse, by name and line, what the CPU backend will not run: constructs
     it lacks (UnsupportedOnCpu), and directives that read files or hide code
     from NVRTC (device_only.HostCode), before any compiler reads the source."""
-    code = _code_only(source)
+    code = device_only.code_only(source)
     for pattern, what in UNSUPPORTED:
         if m := re.search(pattern, code):
             line = code.count("\n", 0, m.start()) + 1
@@ -205,8 +119,8 @@ def translate(source: str, name_expression: str, filename: str = "kernel.cu") ->
     """C++ for cpu_runtime.h, with the learner's line numbers (in `filename`, so that a
     fault names the learner's file and line), plus an entry point.
 
-    Raises ContractMismatch when the kernel's parameters are not the course's."""
-    check_contract(source, name_expression, filename)
+    Raises contract.Mismatch when the kernel's parameters are not the course's."""
+    contract.check(source, name_expression, filename)
     code = source.replace("reinterpret_cast<", "__cpu::cast<")
     code = _EXTERN_SHARED.sub(r"__cpu::ptr<\1> \2 = __cpu::dynamic_shared<\1>();", code)
     code = _SHARED.sub(_shared_array, code)

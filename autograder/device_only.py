@@ -72,7 +72,7 @@ _LEXEMES = re.compile(
 )
 
 
-def _code_only(text: str) -> str:
+def code_only(text: str) -> str:
     """text with comments, strings and characters blanked, line breaks kept."""
 
     def blank(m):
@@ -108,7 +108,7 @@ def refuse_directives(source: str, filename: str, hidden_code: bool = True) -> N
     if m := re.search(r'\b(?:u8|u|U|L)?R"|\?\?[=/\'()!<>-]', text):
         line = numbers[text.count("\n", 0, m.start())]
         raise HostCode(filename, line, f"{m.group(0)}: not allowed in a course kernel")
-    code = _code_only(text)
+    code = code_only(text)
     for index, line in enumerate(code.split("\n")):
         directive = re.match(r"\s*(?:#|%:)\s*(\w*)\s*(\w*)", line)
         name, argument = directive.groups() if directive else ("", "")

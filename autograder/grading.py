@@ -13,7 +13,7 @@ import time
 import traceback
 from dataclasses import asdict, dataclass, field
 
-from . import rubric, verdicts
+from . import contract, rubric, verdicts
 from .backends import BackendUnavailable
 from .compiler import CompileError
 from .judge import GraderFault
@@ -27,6 +27,7 @@ NO_SUBMISSION = "no submission"
 UNREADABLE = "unreadable"
 NOT_IMPLEMENTED = "not implemented"
 NOT_COMPILED = "compile error"
+OFF_CONTRACT = "off the contract"  # compiles, but does not take the parameters the grader passes
 NEEDS_GPU = "needs a GPU"  # uses what the CPU backend cannot run
 GRADER_ERROR = "grader error"  # a fault of the grader, not the student: regraded on the next run
 
@@ -123,6 +124,8 @@ def _run_tests(result: Grade, submission: Submission, step: Step, options: Optio
         )
     except tuple(kind for kind, _ in _STOPPED) as e:
         status = next(status for kind, status in _STOPPED if isinstance(e, kind))
+        if isinstance(e, CompileError) and e.compiler == contract.CHECKER:
+            status = OFF_CONTRACT
         result.status = NO_SUBMISSION if submission.path is None else status
         result.tests = _all_fail(str(e))
         return

@@ -19,7 +19,7 @@ from planted import (
     planted_all,
 )
 
-from autograder import KernelSpec, cpu, judge, registry
+from autograder import KernelSpec, contract, cpu, judge, registry
 from autograder.backends import BackendUnavailable
 from autograder.checker import SMALL, Shape
 
@@ -95,11 +95,11 @@ def test_a_kernel_off_the_contract_is_told_the_contract():
         ),
         ("alpha * acc + beta * C[row * N + col]", "acc"),
     )
-    with pytest.raises(cpu.ContractMismatch) as raised:
+    with pytest.raises(contract.Mismatch) as raised:
         cpu.translate(spec.source, spec.name_expression, spec.filename)
     text = str(raised.value)
     assert text.startswith("sgemm_naive at 01_naive.cu:11 does not take the course's"), text
-    assert cpu.CONTRACT.replace("NAME", "sgemm_naive") in text, text
+    assert contract.CONTRACT.replace("NAME", "sgemm_naive") in text, text
     assert "(int M, int N, int K, const float* A, const float* B, float* C)" in text, text
     assert text.endswith("it has no alpha and no beta"), text
 
@@ -107,14 +107,14 @@ def test_a_kernel_off_the_contract_is_told_the_contract():
 def test_a_parameter_of_the_wrong_type_is_named():
     spec = planted("01", "float beta, float* C)", "double beta, float* C)")
     with pytest.raises(
-        cpu.ContractMismatch, match="parameter 7 is double beta where the contract has float beta"
+        contract.Mismatch, match="parameter 7 is double beta where the contract has float beta"
     ):
         cpu.translate(spec.source, spec.name_expression, spec.filename)
 
 
 @pytest.mark.parametrize("step", registry.STEPS, ids=lambda s: s.name)
 def test_every_reference_kernel_meets_the_contract(step):
-    cpu.check_contract(step.source(), step.name_expression, step.path.name)
+    contract.check(step.source(), step.name_expression, step.path.name)
 
 
 # A correct kernel in the spelling of published teaching kernels: A and B as
@@ -271,3 +271,34 @@ def test_what_the_cpu_backend_cannot_build_is_named_with_its_line():
     text = str(caught.value)
     assert text.startswith("the CPU backend cannot run __brev at 01_naive.cu:24"), text
     assert "not a mistake in your kernel" in text, text
+
+
+def test_grade_gives_a_kernel_off_the_contract_a_status_that_says_so(tmp_path):
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    spec = planted("01", "float beta, float* C)", "double beta, float* C)")
+    (tmp_path / "class").mkdir()
+    (tmp_path / "class" / "dana.cu").write_text(spec.source)
+    subprocess.run(
+        [sys.executable, "-m", "autograder", "grade", str(tmp_path / "class")]
+        + ["--assignment", "01", "--backend", "cpu", "--quiet"],
+        cwd=Path(__file__).resolve().parent.parent,
+        check=True,
+        capture_output=True,
+    )
+    feedback = tmp_path / "class.grades" / "01_naive" / "feedback" / "dana.json"
+    grade = json.loads(feedback.read_text())
+    assert grade["status"] == "off the contract", grade
+    assert "parameter 7 is double beta where the contract has float beta" in str(grade["tests"])
+
+
+@pytest.mark.gpu
+def test_on_a_gpu_too_a_kernel_off_the_contract_is_told_the_contract():
+    from autograder.compiler import CompileError
+
+    spec = planted("01", "float beta, float* C)", "double beta, float* C)")
+    with pytest.raises(CompileError, match="parameter 7 is double beta where the contract has"):
+        judge.check(spec, shapes=SMALL[:1], backend="gpu")
