@@ -15,6 +15,7 @@ from . import backends, compiler, gpu, grading, isolation, registry
 from .backends import BackendUnavailable
 from .judge import GraderFault
 from .kernel import SpecError, from_file, global_kernels, resolve
+from .profile import ProfilerUnavailable
 
 OK, WRONG, UNUSABLE = 0, 1, 2
 ARCHS = ("sm_75", "sm_80", "sm_86", "sm_89", "sm_90")
@@ -215,6 +216,20 @@ def _parser() -> argparse.ArgumentParser:
     )
     g.add_argument("--quiet", action="store_true", help="no progress bar")
 
+    pr = sub.add_parser(
+        "profile",
+        help="read a kernel's hardware counters with Nsight Compute",
+        description="Run each step's kernel (or FILE) once at SIZE under Nsight Compute (ncu, "
+        "with the clocks left alone) and print DRAM bytes, L1/L2 hit rates, shared-memory bank "
+        "conflicts, achieved occupancy and the top stall reasons; merge them into "
+        "book/data/profile_<gpu>.csv.",
+    )
+    pr.add_argument(
+        "steps", nargs="*", metavar="STEP|FILE", help="steps or .cu files (default: the ladder)"
+    )
+    pr.add_argument("--size", default="4096", metavar="SIZE", help="N or MxNxK (default 4096)")
+    pr.add_argument("--no-csv", action="store_true", help="print only; write no data")
+
     t = sub.add_parser(
         "tune",
         help="search a step's tile parameters on this GPU",
@@ -338,6 +353,32 @@ def _bench(args) -> int:
     return OK
 
 
+def _profile(args) -> int:
+    from . import profile
+    from .bench import parse_size
+    from .kernel import KernelSpec
+
+    parse_size(args.size)  # a typo is reported before anything runs
+    gpu.require("profile")
+    targets = {}
+    for key in args.steps or [s.id for s in registry.STEPS if s.path.suffix == ".cu"]:
+        if key.endswith(".cu"):
+            targets[Path(key).name] = from_file(key)
+        else:
+            step = registry.step(key)
+            targets[step.name] = KernelSpec.from_step(step)
+    profiles = []
+    for name, spec in targets.items():
+        with isolation.scratch() as scratch:
+            profiles.append(profile.profile(name, spec, args.size, scratch))
+    print(profile.table(profiles))
+    if not args.no_csv:
+        info = gpu.device_info()
+        versions = f"CUDA {info.cuda}, CuPy {info.cupy}, {profile.ncu_version()}"
+        print(f"merged into {profile.write_csv(profiles, info.name, versions)}")
+    return OK
+
+
 def _grade(args) -> int:
     from . import batch
     from .gradebook import Gradebook
@@ -410,6 +451,7 @@ def main(argv=None) -> int:
         "notebooks": _notebooks,
         "grade": _grade,
         "tune": _tune,
+        "profile": _profile,
     }[args.command]
     try:
         return run(args)
@@ -422,6 +464,7 @@ def main(argv=None) -> int:
         BackendUnavailable,
         GraderFault,
         isolation.IsolationUnavailable,
+        ProfilerUnavailable,
     ) as e:
         print(f"{args.command}: {e}", file=sys.stderr)
     except OSError as e:
