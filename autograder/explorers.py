@@ -8,16 +8,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import registry
+from . import hardware, registry
 
 SEGMENT_BYTES = 128  # one memory transaction serves 128 consecutive bytes
-# NVIDIA's datasheet figures, for orientation (the book's GPU appendix shows
-# them; measured numbers always come from book/data/).
-GPUS = {
-    "Tesla T4": {"sms": 40, "arch": "sm_75", "fp32_tflops": 8.1, "bandwidth_gbs": 320},
-    "A100 (40 GB)": {"sms": 108, "arch": "sm_80", "fp32_tflops": 19.5, "bandwidth_gbs": 1555},
-    "H100 SXM": {"sms": 132, "arch": "sm_90", "fp32_tflops": 67.0, "bandwidth_gbs": 3350},
-}
+# NVIDIA's datasheet figures, for orientation: autograder/hardware.py's table.
+GPUS = hardware.GPUS
 
 
 @dataclass(frozen=True)
