@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from . import hardware
 
@@ -80,12 +80,12 @@ class Resources:
                 "time lives in slow local memory)"
             )
         found += hardware.launch_problems(
-            self._limits_arch, threads, self.registers, static_shared=self.shared_bytes
+            self.limits_arch, threads, self.registers, static_shared=self.shared_bytes
         )
         return found
 
     @property
-    def _limits_arch(self) -> str:
+    def limits_arch(self) -> str:
         """The architecture whose limits apply: the one compiled for, or the T4's
         where hardware.py does not know it."""
         try:
@@ -96,7 +96,7 @@ class Resources:
     def occupancy(self, threads: int, dynamic_shared: int = 0) -> hardware.Occupancy:
         """Theoretical occupancy on the architecture compiled for, with `threads` per block."""
         return hardware.occupancy(
-            self._limits_arch, threads, self.registers, self.shared_bytes + dynamic_shared
+            self.limits_arch, threads, self.registers, self.shared_bytes + dynamic_shared
         )
 
     def __str__(self) -> str:
@@ -116,6 +116,8 @@ class Compiled:
     # The machine code ptxas built for arch (an ELF file, what nvdisasm reads);
     # None when arch names a virtual architecture (compute_XX), which has none.
     cubin: bytes | None = None
+    # Each name expression's symbol in the cubin ('sgemm_vectorized<...>' -> '_Z16...').
+    symbols: dict[str, str] = field(default_factory=dict)
 
 
 def _nvrtc():
@@ -191,7 +193,8 @@ def compile_for_arch(
             f"ptxas printed no resource report for {', '.join(missing)}; "
             "is a compilation cache answering? (CUDA_CACHE_DISABLE=1 turns it off)"
         )
-    return Compiled(arch=arch, ptx=ptx, resources=resources, log=log, cubin=cubin)
+    symbols = {expr: name for name, expr in lowered.items()}
+    return Compiled(arch, ptx, resources, log, cubin, symbols)
 
 
 def _text(get, size: int, prog, check) -> str:
