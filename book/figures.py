@@ -510,3 +510,23 @@ def hardware_limits() -> Markdown:
     ]
     lines += [f"| {name} | " + " | ".join(str(f(a)) for a in archs) + " |" for name, f in rows]
     return Markdown("\n".join(lines))
+
+
+# ---- the compiler's evidence: autograder/sass.py ----
+
+
+def sass_mix(step_id: str, archs=("sm_75", "sm_90")) -> Markdown:
+    """A step's main loop in machine code, counted as the page is built: each class of
+    instruction per iteration, per k and per FFMA (LDS.128 per FFMA...), with registers,
+    spills, shared memory and occupancy on a T4 and an H100. Fails the build, saying what
+    to install, where nvdisasm is missing."""
+    from autograder import sass
+
+    return Markdown(sass.markdown(step_id, archs))
+
+
+def sass_ladder(arch: str = "sm_90") -> Markdown:
+    """Every CUDA step's main loop on one architecture, per value of k."""
+    from autograder import sass
+
+    return Markdown(sass.ladder_markdown(arch))
