@@ -1,4 +1,4 @@
-"""python -m autograder compile | check | bench: the course's command line.
+"""python -m autograder compile | check | bench | sass | ...: the course's command line.
 
 Exit codes: 0 success; 1 the kernel ran but is wrong (or crashed, or hung);
 2 it could not compile, the command was used wrongly, or it needs a GPU that
@@ -11,7 +11,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from . import backends, compiler, gpu, grading, isolation, registry
+from . import backends, compiler, gpu, grading, isolation, registry, sass
 from .backends import BackendUnavailable
 from .judge import GraderFault
 from .kernel import SpecError, from_file, global_kernels, resolve
@@ -261,6 +261,27 @@ def _parser() -> argparse.ArgumentParser:
         metavar="STEM",
         help="write STEM.csv and STEM.json (default: book/data/tune_<step>_<gpu>)",
     )
+    a = sub.add_parser(
+        "sass",
+        help="count the instructions of a step's main loop in its machine code (no GPU needed)",
+        description="Compile a step's kernel (kernels/, with the registry's parameters) with "
+        "NVRTC, disassemble it with nvdisasm, and count the instructions of its main loop (the "
+        "loop with the most FFMAs): FFMA, LDS, LDS.64, LDS.128, LDG, STS, BAR and the rest, per "
+        "iteration, per value of k and per FFMA; with registers, spills, shared memory and the "
+        "theoretical occupancy. Needs no GPU; needs nvdisasm (pip install nvidia-cuda-nvdisasm).",
+    )
+    a.add_argument(
+        "steps",
+        nargs="*",
+        metavar="STEP",
+        help="steps to count (default: every CUDA step): " + steps + "; and beyond: " + beyond,
+    )
+    a.add_argument(
+        "--arch",
+        action="append",
+        help=f"architecture, e.g. {', '.join(ARCHS)}; may be repeated (default: sm_90)",
+    )
+    a.add_argument("--markdown", action="store_true", help="print the table the book shows instead")
     n = sub.add_parser(
         "notebooks",
         help="rebuild the exercise notebooks (instructors)",
@@ -308,6 +329,9 @@ def _compile(args) -> int:
             threads = step.geometry.threads if step else 1
             for problem in resources.problems(threads):
                 print(f"  warning: {problem}")
+            if step and resources.limits_arch == args.arch:
+                occupancy = resources.occupancy(threads, step.geometry.shared_bytes)
+                print(f"  occupancy with {threads} threads per block: {occupancy}")
     return OK
 
 
@@ -442,6 +466,27 @@ def _tune(args) -> int:
     return OK if search.best else WRONG
 
 
+def _sass(args) -> int:
+    from . import sass
+
+    archs = args.arch or ["sm_90"]
+    steps = [registry.step(s) for s in args.steps] or sass.cuda_steps()
+    not_cuda = [s.name for s in steps if s not in sass.cuda_steps()]
+    if not_cuda:
+        raise ValueError(f"{', '.join(not_cuda)} has no CUDA kernel to disassemble")
+    if args.markdown:
+        for step in steps:
+            print(sass.markdown(step, archs), end="\n\n")
+        return OK
+    for step in steps:
+        for arch in archs:
+            if not step.runs_on(arch):
+                print(f"skipped {step.name} on {arch}: it needs {step.min_arch} or later\n")
+                continue
+            print(sass.evidence(step, arch), end="\n\n")
+    return OK
+
+
 def main(argv=None) -> int:
     args = _parser().parse_args(argv)
     run = {
@@ -452,12 +497,15 @@ def main(argv=None) -> int:
         "grade": _grade,
         "tune": _tune,
         "profile": _profile,
+        "sass": _sass,
     }[args.command]
     try:
         return run(args)
     except compiler.CompileError as e:
         print(e, file=sys.stderr)
     except (
+        sass.DisassemblerUnavailable,
+        sass.NoMainLoop,
         gpu.NoGPU,
         compiler.NvrtcUnavailable,
         SpecError,

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+
+from . import hardware
 
 # With a driver present, NVRTC 13 answers a repeated compilation from the
 # driver's compute cache (~/.nv/ComputeCache) without running ptxas, and then
@@ -21,11 +23,13 @@ from dataclasses import dataclass, replace
 # builds cubins for the GPU at hand and never needed it.
 os.environ["CUDA_CACHE_DISABLE"] = "1"
 
-# T4 (sm_75) limits, the smallest GPU the course targets; newer GPUs allow more.
-REGISTERS_PER_SM = 65536
-MAX_REGISTERS_PER_THREAD = 255
-MAX_THREADS_PER_BLOCK = 1024
-MAX_STATIC_SHARED_BYTES = 48 * 1024
+# The smallest GPU the course targets (a T4, sm_75), from autograder/hardware.py,
+# the one table of limits; kept here under these names for their callers.
+_T4 = hardware.arch(hardware.SMALLEST)
+REGISTERS_PER_SM = _T4.registers_per_sm
+MAX_REGISTERS_PER_THREAD = _T4.max_registers_per_thread
+MAX_THREADS_PER_BLOCK = _T4.max_threads_per_block
+MAX_STATIC_SHARED_BYTES = _T4.shared_per_block_static
 
 DEFAULT_OPTIONS = ("-std=c++17",)
 
@@ -75,19 +79,25 @@ class Resources:
                 f"uses a {self.stack_bytes}-byte stack frame (an array indexed at run "
                 "time lives in slow local memory)"
             )
-        if threads > MAX_THREADS_PER_BLOCK:
-            found.append(f"{threads} threads per block; at most {MAX_THREADS_PER_BLOCK}")
-        if self.registers * threads > REGISTERS_PER_SM:
-            found.append(
-                f"{self.registers} registers x {threads} threads = "
-                f"{self.registers * threads} per block; an SM has {REGISTERS_PER_SM}"
-            )
-        if self.shared_bytes > MAX_STATIC_SHARED_BYTES:
-            found.append(
-                f"{self.shared_bytes} bytes of static shared memory; at most "
-                f"{MAX_STATIC_SHARED_BYTES}"
-            )
+        found += hardware.launch_problems(
+            self.limits_arch, threads, self.registers, static_shared=self.shared_bytes
+        )
         return found
+
+    @property
+    def limits_arch(self) -> str:
+        """The architecture whose limits apply: the one compiled for, or the T4's
+        where hardware.py does not know it."""
+        try:
+            return hardware.arch(self.arch).name
+        except KeyError:
+            return hardware.SMALLEST
+
+    def occupancy(self, threads: int, dynamic_shared: int = 0) -> hardware.Occupancy:
+        """Theoretical occupancy on the architecture compiled for, with `threads` per block."""
+        return hardware.occupancy(
+            self.limits_arch, threads, self.registers, self.shared_bytes + dynamic_shared
+        )
 
     def __str__(self) -> str:
         return (
@@ -103,6 +113,11 @@ class Compiled:
     ptx: str
     resources: dict[str, Resources]  # by name expression
     log: str
+    # The machine code ptxas built for arch (an ELF file, what nvdisasm reads);
+    # None when arch names a virtual architecture (compute_XX), which has none.
+    cubin: bytes | None = None
+    # Each name expression's symbol in the cubin ('sgemm_vectorized<...>' -> '_Z16...').
+    symbols: dict[str, str] = field(default_factory=dict)
 
 
 def _nvrtc():
@@ -160,6 +175,11 @@ def compile_for_arch(
             (name,) = check(nvrtc.nvrtcGetLoweredName(prog, expr.encode()), "lowered name")
             lowered[name.decode()] = expr
         ptx = _text(nvrtc.nvrtcGetPTX, check(nvrtc.nvrtcGetPTXSize(prog), "PTX")[0], prog, check)
+        cubin = None
+        if arch.startswith("sm_"):
+            cubin = bytearray(check(nvrtc.nvrtcGetCUBINSize(prog), "cubin size")[0])
+            check(nvrtc.nvrtcGetCUBIN(prog, cubin), "cubin")
+            cubin = bytes(cubin)
     finally:
         nvrtc.nvrtcDestroyProgram(prog)
     resources = {
@@ -173,7 +193,8 @@ def compile_for_arch(
             f"ptxas printed no resource report for {', '.join(missing)}; "
             "is a compilation cache answering? (CUDA_CACHE_DISABLE=1 turns it off)"
         )
-    return Compiled(arch=arch, ptx=ptx, resources=resources, log=log)
+    symbols = {expr: name for name, expr in lowered.items()}
+    return Compiled(arch, ptx, resources, log, cubin, symbols)
 
 
 def _text(get, size: int, prog, check) -> str:

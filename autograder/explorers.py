@@ -8,16 +8,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import registry
+from . import hardware, registry
 
 SEGMENT_BYTES = 128  # one memory transaction serves 128 consecutive bytes
-# NVIDIA's datasheet figures, for orientation (the book's GPU appendix shows
-# them; measured numbers always come from book/data/).
-GPUS = {
-    "Tesla T4": {"sms": 40, "arch": "sm_75", "fp32_tflops": 8.1, "bandwidth_gbs": 320},
-    "A100 (40 GB)": {"sms": 108, "arch": "sm_80", "fp32_tflops": 19.5, "bandwidth_gbs": 1555},
-    "H100 SXM": {"sms": 132, "arch": "sm_90", "fp32_tflops": 67.0, "bandwidth_gbs": 3350},
-}
+# NVIDIA's datasheet figures, for orientation: autograder/hardware.py's table.
+GPUS = hardware.GPUS
 
 
 @dataclass(frozen=True)
@@ -56,42 +51,70 @@ class TileCosts:
     accumulators: int  # registers for C per thread, the largest part of the register budget
     flops_per_global_byte: float  # arithmetic intensity of the block tile
     shared_loads_per_fma: float
+    # Why these parameters cannot work: first the kernel's own rules (the registry's
+    # Tuning.rules, its static_asserts), then the limits of the smallest GPU the
+    # course targets (autograder/hardware.py); then what would make it slow.
     problems: tuple[str, ...]
+    # The registry's rules and the hardware's limits reject it: it does not compile,
+    # or cannot be launched. (problems may also hold warnings about speed.)
+    rejected: bool = False
+
+
+def _shared_bytes(step: registry.Step, p: dict) -> int:
+    """Shared memory per block: the registry's formula where the step is tuned; the
+    launch's dynamic shared memory, or two BS x BS tiles, otherwise."""
+    if step.tuning:
+        return step.tuning.shared_bytes(p)
+    if step.geometry.shared_bytes:
+        return step.geometry.shared_bytes
+    if "BS" in p:
+        return 2 * p["BS"] * p["BS"] * 4
+    return 0
 
 
 def tile_costs(step_id: str, **params: int) -> TileCosts:
-    """What a choice of tile parameters costs for a step of the ladder."""
+    """What a choice of tile parameters costs for a step of the ladder, and whether the
+    step's kernel accepts it at all: the registry's rules decide, as the tuner's do."""
     step = registry.step(step_id).with_params(**params)
     p = {**step.params}
-    problems = []
+    bad = [f"{k} = {v} must be a positive whole number" for k, v in p.items() if v < 1]
+    if bad:
+        return TileCosts(0, 0, 0, 0.0, 0.0, tuple(bad), rejected=True)
+    rules = list(step.tuning.rules(p)) if step.tuning else []
     try:
         geometry = step.geometry
-        threads = geometry.threads
     except (ValueError, ZeroDivisionError) as e:
-        return TileCosts(0, 0, 0, 0.0, 0.0, (f"invalid: {e}",))
+        return TileCosts(0, 0, 0, 0.0, 0.0, (*rules, f"invalid: {e}"), rejected=True)
+    threads = geometry.threads
     BM, BN = geometry.tile
     BK = p.get("BK", p.get("BS", 32))
     TM, TN = p.get("TM", 1), p.get("TN", 1)
-    buffers = 2 if step.id == "07" else 1
-    shared = buffers * (BM + BN) * BK * 4
+    shared = _shared_bytes(step, p)
+    floor = step.tuning.registers(p) if step.tuning else None
+    limits = hardware.launch_problems(
+        hardware.SMALLEST,
+        threads,
+        floor,
+        static_shared=shared - geometry.shared_bytes,
+        dynamic_shared=geometry.shared_bytes,
+        registers_floor=True,
+    )
     accumulators = BM * BN // max(threads, 1)
-    # Per k, a thread loads TM values of A and TN of B to do TM x TN FMAs.
-    loads_per_fma = (TM + TN) / (TM * TN) if step.id != "03" else 2.0
-    if step.id in ("01", "02"):
-        loads_per_fma, shared = 0.0, 0
+    # Per k, a thread loads TM values of A and TN of B to do TM x TN FMAs (2 loads per
+    # FMA for one element per thread); steps without tiles read global memory only.
+    loads_per_fma = (TM + TN) / (TM * TN) if step.params else 0.0
     intensity = 2 * BM * BN * BK / ((BM + BN) * BK * 4)
-    if threads > 1024:
-        problems.append(f"{threads} threads per block: at most 1024")
-    if shared > 48 * 1024:
-        problems.append(f"{shared} bytes of shared memory: at most 49152 without opting in")
+    warnings = []
     if accumulators > 128:
-        problems.append(f"{accumulators} accumulators per thread: expect register spills")
-    for name in ("BM", "BN"):
-        per = {"BM": TM, "BN": TN}[name]
-        if name in p and p[name] % per:
-            problems.append(f"{name} = {p[name]} is not a multiple of T{name[1]} = {per}")
+        warnings.append(f"{accumulators} accumulators per thread: expect register spills")
     return TileCosts(
-        threads, shared, accumulators, round(intensity, 2), round(loads_per_fma, 3), tuple(problems)
+        threads,
+        shared,
+        accumulators,
+        round(intensity, 2),
+        round(loads_per_fma, 3),
+        tuple(rules + limits + warnings),
+        rejected=bool(rules or limits),
     )
 
 
@@ -169,10 +192,16 @@ def tile_explorer(step_id: str):
             )
             for problem in costs.problems:
                 print("problem:", problem)
+            if costs.rejected:
+                print("rejected: the kernel's rules or a T4's limits say no (see above)")
 
     def compile_now(_):
-        tuned = step.with_params(**{k: s.value for k, s in sliders.items()})
+        chosen = {k: s.value for k, s in sliders.items()}
+        tuned = step.with_params(**chosen)
         with out:
+            if tile_costs(step_id, **chosen).rejected:
+                print("not compiled: these parameters are rejected (see the problems above)")
+                return
             try:
                 result = compiler.compile_for_arch(
                     tuned.source(), [tuned.name_expression], "sm_75", tuned.path.name

@@ -34,7 +34,7 @@ from dataclasses import asdict, dataclass, field
 from functools import partial
 from pathlib import Path
 
-from . import compiler, gpu
+from . import compiler, gpu, hardware
 from .bench import DATA_DIR
 from .child import Child, Died, Hung
 from .compiler import CompileError
@@ -94,26 +94,11 @@ class Search:
 
 
 def limits(threads: int, shared_bytes: int, min_registers: int) -> list[str]:
-    """Why a block of this size cannot be launched on the course's smallest GPU (a T4)."""
-    found = []
-    if threads > compiler.MAX_THREADS_PER_BLOCK:
-        found.append(f"{threads} threads per block; at most {compiler.MAX_THREADS_PER_BLOCK}")
-    if shared_bytes > compiler.MAX_STATIC_SHARED_BYTES:
-        found.append(
-            f"{shared_bytes} bytes of shared memory; at most "
-            f"{compiler.MAX_STATIC_SHARED_BYTES} (48 KB) of static shared memory"
-        )
-    if min_registers > compiler.MAX_REGISTERS_PER_THREAD:
-        found.append(
-            f"at least {min_registers} registers per thread; at most "
-            f"{compiler.MAX_REGISTERS_PER_THREAD}"
-        )
-    elif min_registers * threads > compiler.REGISTERS_PER_SM:
-        found.append(
-            f"at least {min_registers} registers x {threads} threads; an SM has "
-            f"{compiler.REGISTERS_PER_SM}"
-        )
-    return found
+    """Why a block of this size cannot be launched on the course's smallest GPU (a T4),
+    by the limits of autograder/hardware.py."""
+    return hardware.launch_problems(
+        hardware.SMALLEST, threads, min_registers, static_shared=shared_bytes, registers_floor=True
+    )
 
 
 def candidates(step: Step) -> list[Trial]:

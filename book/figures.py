@@ -445,9 +445,9 @@ def tune_waves(
     step_id: str, gpu_name: str = "H100 SXM", sizes=(LARGEST, (4095, 4097, 4093))
 ) -> Markdown:
     """Arithmetic, not a measurement: how many rounds of blocks the best configuration of the
-    committed search and the registry's need at each size, counting only what the register
-    file allows per SM (65,536 registers, allocated in steps of 8 per thread)."""
-    from autograder import compiler
+    committed search and the registry's need at each size, with as many blocks per SM as
+    autograder/hardware.py's occupancy allows (registers, shared memory, warps)."""
+    from autograder import hardware
 
     step = registry.step(step_id)
     timed = [r for r in tune_rows(step_id) if r["gflops"]]
@@ -459,7 +459,9 @@ def tune_waves(
         "|---|---:|---:|---:|" + "---:|---:|---:|" * len(sizes),
     ]
     for r in chosen:
-        per_sm = compiler.REGISTERS_PER_SM // (r["threads"] * -(-r["registers"] // 8) * 8)
+        per_sm = hardware.occupancy(
+            explorers.GPUS[gpu_name]["arch"], r["threads"], r["registers"], r["shared_bytes"]
+        ).blocks
         slots = per_sm * sms
         cells = []
         for M, N, K in sizes:
@@ -481,3 +483,50 @@ def tune_waves(
         "rounds' block slots that hold a block. A model that ignores how blocks of "
         "one round finish at different times; nothing here was timed."
     )
+
+
+# ---- hardware limits: autograder/hardware.py ----
+
+
+def hardware_limits() -> Markdown:
+    """The per-architecture limits that the compiler's report, the tuner, the explorers and
+    the SASS report all read."""
+    from autograder import hardware
+
+    archs = list(hardware.ARCHS.values())
+    rows = [
+        ("threads per block", lambda a: a.max_threads_per_block),
+        ("resident blocks per SM", lambda a: a.max_blocks_per_sm),
+        ("resident warps per SM", lambda a: a.max_warps_per_sm),
+        ("32-bit registers per SM", lambda a: f"{a.registers_per_sm:,}"),
+        ("registers per thread", lambda a: a.max_registers_per_thread),
+        ("shared memory per SM", lambda a: f"{a.shared_per_sm // 1024} KB"),
+        ("static shared memory per block", lambda a: f"{a.shared_per_block_static // 1024} KB"),
+        ("shared memory per block (opt-in)", lambda a: f"{a.shared_per_block_optin // 1024} KB"),
+    ]
+    lines = [
+        "| | " + " | ".join(f"{a.name} ({a.family})" for a in archs) + " |",
+        "|---|" + "---:|" * len(archs),
+    ]
+    lines += [f"| {name} | " + " | ".join(str(f(a)) for a in archs) + " |" for name, f in rows]
+    return Markdown("\n".join(lines))
+
+
+# ---- the compiler's evidence: autograder/sass.py ----
+
+
+def sass_mix(step_id: str, archs=("sm_75", "sm_90")) -> Markdown:
+    """A step's main loop in machine code, counted as the page is built: each class of
+    instruction per iteration, per k and per FFMA (LDS.128 per FFMA...), with registers,
+    spills, shared memory and occupancy on a T4 and an H100. Fails the build, saying what
+    to install, where nvdisasm is missing."""
+    from autograder import sass
+
+    return Markdown(sass.markdown(step_id, archs))
+
+
+def sass_ladder(arch: str = "sm_90") -> Markdown:
+    """Every CUDA step's main loop on one architecture, per value of k."""
+    from autograder import sass
+
+    return Markdown(sass.ladder_markdown(arch))

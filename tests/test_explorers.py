@@ -1,8 +1,10 @@
 """What the notebook explorers compute (the widgets only draw it)."""
 
+import itertools
+
 import pytest
 
-from autograder import explorers
+from autograder import explorers, registry, tune
 
 
 def test_a_warp_walking_rows_needs_32_transactions_and_one_walking_columns_needs_one():
@@ -26,8 +28,9 @@ def test_tile_costs_of_the_registered_parameters_fit_a_t4():
 
 def test_tile_costs_name_what_does_not_fit():
     costs = explorers.tile_costs("05", BM=256, BN=256, TM=2, TN=2)
-    assert any("threads per block" in p for p in costs.problems)
-    assert any("not a multiple" in p for p in explorers.tile_costs("05", BM=100).problems)
+    assert costs.rejected and any("threads per block" in p for p in costs.problems)
+    odd = explorers.tile_costs("05", BM=100)
+    assert odd.rejected and "TM = 8 does not divide BM = 100" in odd.problems
 
 
 def test_floors_say_a_large_sgemm_is_compute_bound_and_a_thin_one_memory_bound():
@@ -41,3 +44,53 @@ def test_floors_say_a_large_sgemm_is_compute_bound_and_a_thin_one_memory_bound()
 def test_every_notebook_gets_an_explorer_widget(name):
     pytest.importorskip("ipywidgets")
     assert explorers.explorer_for(name) is not None
+
+
+TUNED = [s for s in registry.ALL_STEPS if s.tuning]
+
+
+def _off_the_grid(step):
+    """Parameter sets around the registry's: each value halved, doubled, times 3/2 and
+    plus one, one parameter at a time, and every combination of the tuning space."""
+    for name, value in step.params.items():
+        for other in {value // 2, value * 2, value * 3 // 2, value + 1} - {0, value}:
+            yield {name: other}
+    names = list(step.tuning.space)
+    for values in itertools.product(*step.tuning.space.values()):
+        yield dict(zip(names, values, strict=True))
+
+
+@pytest.mark.parametrize("step", TUNED, ids=lambda s: s.name)
+def test_the_explorer_accepts_the_registrys_parameters(step):
+    costs = explorers.tile_costs(step.id)
+    assert not costs.rejected, costs.problems
+
+
+@pytest.mark.parametrize("step", TUNED, ids=lambda s: s.name)
+def test_the_explorer_rejects_exactly_what_the_registrys_rules_and_the_t4_reject(step):
+    rejected_by_rules = 0
+    for change in _off_the_grid(step):
+        p = {**step.params, **change}
+        rules = step.tuning.rules(p)
+        limits = (
+            []
+            if rules
+            else tune.limits(
+                step.layout(p).threads, step.tuning.shared_bytes(p), step.tuning.registers(p)
+            )
+        )
+        costs = explorers.tile_costs(step.id, **change)
+        assert costs.rejected == bool(rules or limits), (change, rules, limits, costs.problems)
+        assert set(rules) <= set(costs.problems), (change, costs.problems)
+        rejected_by_rules += bool(rules)
+    assert rejected_by_rules, f"no parameter set tried breaks {step.name}'s rules"
+
+
+def test_the_explorer_refuses_what_the_kernels_static_asserts_refuse():
+    # The examples of issue 14: a 48-row warp tile, and BK = 4 for float4 copies of A.
+    for step in TUNED:
+        if "WM" in step.params:
+            assert explorers.tile_costs(step.id, WM=48).rejected, step.name
+        if step.tuning.rules(step.params | {"BK": 4}):
+            assert explorers.tile_costs(step.id, BK=4).rejected, step.name
+    assert any(s.tuning.rules(s.params | {"BK": 4}) for s in TUNED)

@@ -1,0 +1,156 @@
+"""The compiler's evidence: the main loop of every step's kernel, found in its SASS and
+counted, on the T4's and the H100's architectures, with no GPU."""
+
+import re
+from pathlib import Path
+
+import pytest
+
+from autograder import cli, registry, sass
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _disassembler_reason():
+    try:
+        sass.find_tool()
+    except sass.DisassemblerUnavailable as e:
+        return str(e)
+    return None
+
+
+needs_nvdisasm = pytest.mark.skipif(
+    _disassembler_reason() is not None, reason=f"{_disassembler_reason()}"
+)
+CASES = [
+    pytest.param(step, arch, id=f"{step.name}-{arch}")
+    for step in sass.cuda_steps()
+    for arch in sass.DEFAULT_ARCHS
+    if step.runs_on(arch)
+]
+THREAD_TILED = [c for c in CASES if "TM" in c.values[0].params]
+
+
+def test_the_pinned_disassembler_is_installed_and_found():
+    pins = dict(
+        re.findall(r"^([\w.-]+)==(\S+)", (ROOT / "requirements.txt").read_text(), re.MULTILINE)
+    )
+    assert sass.WHEEL in pins, f"requirements.txt pins no {sass.WHEEL}"
+    tool = sass.find_tool()  # CI installs requirements.txt: nvdisasm must be there
+    if tool.where == f"the {sass.WHEEL} wheel":
+        assert tool.version == pins[sass.WHEEL], (tool, pins[sass.WHEEL])
+    # The same CUDA release as NVRTC, whose cubins it reads.
+    assert pins[sass.WHEEL] == pins["nvidia-cuda-nvrtc"]
+
+
+@needs_nvdisasm
+@pytest.mark.parametrize(("step", "arch"), CASES)
+def test_every_steps_main_loop_is_found_and_counted_per_k(step, arch):
+    e = sass.evidence(step, arch)
+    assert e.loop.math > 0 and not e.loop.nested, e.table()
+    assert e.notes == (), e.table()
+    for name in ("BK", "BS"):  # the main loop advances k0 by the K-slice parameter
+        if name in step.params:
+            assert e.k_per_iteration == step.params[name]
+    if step.input_roundoff == 0:  # FP32: every k costs each element of C one FFMA
+        geometry = step.geometry
+        assert e.per_k("FFMA") == geometry.tile[0] * geometry.tile[1] / geometry.threads
+    assert e.resources.spill_store_bytes + e.resources.spill_load_bytes == 0
+    assert e.occupancy.blocks >= 1 and 0 < e.occupancy.fraction <= 1
+
+
+@needs_nvdisasm
+@pytest.mark.parametrize(("step", "arch"), THREAD_TILED)
+def test_thread_tiled_steps_do_tm_times_tn_ffma_per_k(step, arch):
+    p = step.params
+    per_thread = p["TM"] * p.get("TN", 1)
+    if "WM" in p:  # each thread holds WMITER x WNITER thread tiles of its warp's tile
+        per_thread = p["WM"] * p["WN"] // 32
+    ffma_per_k = sass.evidence(step, arch).per_k("FFMA")
+    assert ffma_per_k == per_thread, f"{ffma_per_k} FFMA per k; the registry says {per_thread}"
+
+
+@needs_nvdisasm
+def test_the_2d_tiled_loop_loads_shared_memory_with_lds128_only_on_the_h100():
+    step = registry.step("blocktiling_2d")
+    e = sass.evidence(step, "sm_90")
+    shared = {k: e.loop.counts[k] for k in sass.SHARED_LOADS if e.loop.counts[k]}
+    assert set(shared) == {"LDS.128"}, shared
+    assert e.per_k("LDS.128") == step.params["TM"] / 4 + step.params["TN"] / 4
+
+
+@needs_nvdisasm
+def test_the_1d_tiled_loop_reads_a_along_k_as_float4_one_lds_for_b():
+    step = registry.step("blocktiling_1d")
+    TM = step.params["TM"]
+    e = sass.evidence(step, "sm_90")
+    assert e.per_k("LDS.128") == TM / 4 and e.per_k("LDS") == 1
+    assert e.per_math(sass.SHARED_LOADS) == pytest.approx((TM / 4 + 1) / TM)  # 0.31 at TM = 16
+
+
+@needs_nvdisasm
+def test_the_book_table_names_its_sources_and_the_cli_prints_the_report(capsys):
+    table = sass.markdown("blocktiling_2d")
+    assert "| LDS.128 |" in table and "sm_75: per iteration" in table and "sm_90" in table
+    assert f"nvdisasm {sass.find_tool().version}" in table and "NVRTC" in table
+    assert cli.main(["sass", "blocktiling_2d", "--arch", "sm_75"]) == cli.OK
+    out = capsys.readouterr().out
+    assert "LDS.128" in out and "theoretical occupancy: sm_75" in out
+
+
+def test_without_nvdisasm_the_report_says_what_to_install(monkeypatch, capsys):
+    monkeypatch.setattr(sass, "_from_wheel", lambda *a: None)
+    monkeypatch.setattr(sass, "_from_toolkit", lambda *a: None)
+    sass.find_tool.cache_clear()
+    sass._evidence.cache_clear()
+    try:
+        with pytest.raises(sass.DisassemblerUnavailable, match="pip install nvidia-cuda-nvdisasm"):
+            sass.markdown("blocktiling_2d")
+        assert cli.main(["sass", "blocktiling_2d"]) == cli.UNUSABLE
+        assert "pip install nvidia-cuda-nvdisasm" in capsys.readouterr().err
+    finally:
+        sass.find_tool.cache_clear()
+
+
+# A loop nest as nvdisasm prints it: an outer loop around an inner one that holds the
+# FFMAs, a forward branch over a scalar fallback, and a counter advanced by 4.
+SYNTHETIC = """\
+.text.k:
+        /*0000*/                   MOV R0, RZ ;
+.L_x_0:
+        /*0010*/                   LDG.E.128 R4, desc[UR4][R2.64] ;
+.L_x_1:
+        /*0020*/                   LDS.128 R8, [R1] ;
+        /*0030*/               @P1 BRA `(.L_x_2) ;
+        /*0040*/                   LDG.E R12, desc[UR4][R2.64] ;
+.L_x_2:
+        /*0050*/                   FFMA R20, R8, R4, R20 ;
+        /*0060*/                   FFMA R21, R9, R5, R21 ;
+        /*0070*/                   IADD3 R0, R0, 0x4, RZ ;
+        /*0080*/                   ISETP.GE.AND P0, PT, R0, UR6, PT ;
+        /*0090*/              @!P0 BRA `(.L_x_1) ;
+        /*00a0*/                   BAR.SYNC.DEFER_BLOCKING 0x0 ;
+        /*00b0*/              @P2 BRA `(.L_x_0) ;
+        /*00c0*/                   EXIT ;
+.L_x_3:
+        /*00d0*/                   BRA `(.L_x_3);
+"""
+
+
+def test_the_main_loop_is_the_innermost_loop_with_the_most_ffmas():
+    instructions, labels = sass.functions(SYNTHETIC)["k"]
+    found = sass.loops(instructions, labels)
+    assert [(lp.start, lp.end) for lp in found] == [(0x20, 0x90), (0x10, 0xB0), (0xD0, 0xD0)]
+    outer = found[1]
+    assert outer.nested and outer.counts["FFMA"] == 2 and outer.counts["BAR"] == 1
+    inner = sass.main_loop(instructions, labels)
+    assert (inner.start, inner.end, inner.nested) == (0x20, 0x90, False)
+    assert inner.counts == {"FFMA": 2, "LDS.128": 1, "LDG": 1, "other": 4}
+    assert inner.skippable == {"LDG": 1}  # the branch at 0x30 jumps over it
+    assert inner.counter_step == 4
+
+
+def test_a_kernel_without_a_multiply_add_loop_is_refused_with_why():
+    instructions, labels = sass.functions(".text.k:\n        /*0000*/  EXIT ;\n")["k"]
+    with pytest.raises(sass.NoMainLoop, match="no loop"):
+        sass.main_loop(instructions, labels)
