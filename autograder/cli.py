@@ -328,8 +328,9 @@ def _bench(args) -> int:
     sizes = args.sizes or bench.DEFAULT_SIZES
     for s in sizes:
         bench.parse_size(s)  # a typo is reported before anything runs
+    specs = {s.name: KernelSpec.from_step(s) for s in steps}  # and a step with no kernel
     gpu.require("bench")
-    rows = bench.bench({s.name: KernelSpec.from_step(s) for s in steps}, sizes)
+    rows = bench.bench(specs, sizes)
     print(bench.table(rows))
     path = bench.write_csv(rows, args.csv or bench.default_csv_path(rows))
     print(f"results merged into {path}")
@@ -343,6 +344,8 @@ def _grade(args) -> int:
     from .gradebook import Gradebook
 
     step = registry.step(args.assignment)
+    if not step.is_cuda:
+        raise ValueError(f"{step.name} is graded in its notebook (nbgrader), not by grade")
     if step not in registry.STEPS:
         raise ValueError(f"{step.name} is a bonus kernel, not a graded exercise")
     book = Gradebook.of(args.submissions, step, args.out, args.json)

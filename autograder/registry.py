@@ -73,13 +73,19 @@ class Tuning:
     registers: Callable[[Mapping[str, int]], int]
 
 
+# What a step's file is written in, and the suffix of its file in kernels/.
+LANGUAGES = {"cuda": ".cu", "python": ".py"}
+
+
 @dataclass(frozen=True)
 class Step:
-    """One rung of the ladder: kernels/<id>_<slug>.cu and how to launch it."""
+    """One rung of the ladder: kernels/<id>_<slug>.cu (or .py) and how to run it."""
 
     id: str
     slug: str
     title: str
+    # The __global__ function NVRTC compiles; for a Python step, the function
+    # its exercise is about.
     kernel: str
     # Template parameters in declaration order; empty for extern "C" kernels.
     params: Mapping[str, int] = field(default_factory=dict)
@@ -97,10 +103,21 @@ class Step:
     input_roundoff: float = 0.0
     # The tile-parameter search, for steps that have tile parameters to tune.
     tuning: Tuning | None = None
+    # "cuda": a kernel that the compiler, checker, grader and benchmark take.
+    # "python": a program that only its notebook runs (step 00, on the CPU).
+    language: str = "cuda"
+
+    def __post_init__(self):
+        if self.language not in LANGUAGES:
+            raise ValueError(f"language must be one of {', '.join(LANGUAGES)}")
+
+    @property
+    def is_cuda(self) -> bool:
+        return self.language == "cuda"
 
     @property
     def path(self) -> Path:
-        return KERNEL_DIR / f"{self.id}_{self.slug}.cu"
+        return KERNEL_DIR / f"{self.id}_{self.slug}{LANGUAGES[self.language]}"
 
     @property
     def name(self) -> str:
@@ -234,7 +251,17 @@ def _tile_bytes(p: Mapping[str, int], buffers: int = 1) -> int:
     return 4 * buffers * p["BK"] * (p["BM"] + p["BN"])
 
 
-STEPS: tuple[Step, ...] = (
+# The ladder: every step the course teaches and grades, in order. Each has its
+# file in kernels/, its chapter (book/<name>.md) and its exercise
+# (exercises/<name>/), all named <id>_<slug>.
+LADDER: tuple[Step, ...] = (
+    Step(
+        "00",
+        "cpu_triple_loop",
+        "The CPU triple loop",
+        "matmul",
+        language="python",
+    ),
     Step(
         "01",
         "naive",
@@ -326,6 +353,9 @@ STEPS: tuple[Step, ...] = (
     ),
 )
 
+# The ladder's CUDA kernels, 01 on: what `grade`, `bench` and `tune` take.
+STEPS: tuple[Step, ...] = tuple(s for s in LADDER if s.is_cuda)
+
 
 def _tensor_core_tiles(p: Mapping[str, int]) -> Geometry:
     """_warp_tiles, with STAGES slices of A and B in dynamic shared memory:
@@ -373,7 +403,9 @@ BEYOND: tuple[Step, ...] = (
         input_roundoff=TF32_INPUT_ROUNDOFF,
     ),
 )
-ALL_STEPS = STEPS + BEYOND
+# Every numbered step, and every CUDA kernel (what NVRTC compiles).
+ALL_STEPS = LADDER + BEYOND
+KERNELS = STEPS + BEYOND
 
 
 def step(key: str) -> Step:

@@ -64,7 +64,7 @@ def test_a_template_needs_to_know_its_parameters(tmp_path):
 def test_an_unknown_step_is_named():
     result = run("check", str(registry.step("01").path), "--like", "42")
     assert result.returncode == 2
-    assert "no step '42'; the steps are 01_naive" in result.stderr
+    assert "no step '42'; the steps are 00_cpu_triple_loop, 01_naive" in result.stderr
 
 
 @pytest.mark.parametrize(
