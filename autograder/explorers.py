@@ -72,8 +72,8 @@ def tile_costs(step_id: str, **params: int) -> TileCosts:
     BM, BN = geometry.tile
     BK = p.get("BK", p.get("BS", 32))
     TM, TN = p.get("TM", 1), p.get("TN", 1)
-    buffers = 2 if step.id == "07" else 1
-    shared = buffers * (BM + BN) * BK * 4
+    # One buffer each of A's and B's tiles; step 08 keeps two (its registry entry says so).
+    shared = step.tuning.shared_bytes(p) if step.tuning else (BM + BN) * BK * 4
     accumulators = BM * BN // max(threads, 1)
     # Per k, a thread loads TM values of A and TN of B to do TM x TN FMAs.
     loads_per_fma = (TM + TN) / (TM * TN) if step.id != "03" else 2.0
