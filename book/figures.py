@@ -15,6 +15,25 @@ from autograder import bench, explorers, registry
 DATA = Path(__file__).resolve().parent / "data"
 LARGEST = (4096, 4096, 4096)
 
+# Steps of the ladder that book/data/bench_*.csv has no row for yet, and why.
+# The pages say "not yet measured" where their numbers would be; nothing stands
+# in for them. To measure one, run `python -m autograder bench STEP` on the GPU
+# of the CSV, commit the CSV, and remove the step here (tests/test_book.py
+# fails while the two disagree).
+NOT_YET_MEASURED = {
+    "07_warptiling": "split from the pipelined kernel, now step 08, and not timed since",
+}
+
+
+def not_measured(names) -> str:
+    """The sentence a page shows for the steps among names that have no measurement."""
+    missing = [n for n in names if n in NOT_YET_MEASURED]
+    return " ".join(
+        f"**{n}: not yet measured** ({NOT_YET_MEASURED[n]}; `python -m autograder bench "
+        f"{n[:2]}` on a GPU adds it)."
+        for n in missing
+    )
+
 
 def results() -> list[bench.Row]:
     """Every committed measurement, one GPU per CSV file."""
@@ -38,47 +57,68 @@ def ladder(kernels: list[str] | None = None):
     rows = [r for r in results() if kernels is None or r.kernel in kernels]
     bench.figure(rows)
     plt.show()
-    return Markdown(provenance(rows))
+    names = kernels or [s.name for s in registry.STEPS]
+    return Markdown(f"{provenance(rows)} {not_measured(names)}".strip())
 
 
 def progression(size=LARGEST) -> Markdown:
     """The ladder at one size: GFLOP/s, % of cuBLAS, % of FP32 peak, gain over the step before."""
-    rows = [r for r in results() if (r.M, r.N, r.K) == size]
+    measured = {r.kernel: r for r in results() if (r.M, r.N, r.K) == size}
+    rows = [measured[s.name] for s in registry.STEPS if s.name in measured]
     lines = [
         "| step | GFLOP/s | % of cuBLAS | % of FP32 peak | × previous step |",
         "|---|---:|---:|---:|---:|",
     ]
     previous = None
-    for r in rows:
-        gain = f"{r.gflops / previous:.1f}×" if previous else ""
+    for step in registry.STEPS:
+        r = measured.get(step.name)
+        if r is None:
+            if step.name in NOT_YET_MEASURED:
+                lines.append(f"| {step.name} | not yet measured | | | |")
+            continue
+        gain = f"{r.gflops / previous.gflops:.1f}×" if previous else ""
+        if previous and registry.step(previous.kernel[:2]) is not _before(step):
+            gain += f" (over {previous.kernel})"
         lines.append(
             f"| {r.kernel} | {r.gflops:.0f} | {r.pct_cublas:.1f}% | {r.pct_peak:.1f}% | {gain} |"
         )
-        previous = r.gflops
+        previous = r
     lines.append(f"| cuBLAS | {rows[0].cublas_gflops:.0f} | 100% | | |")
-    caption = f"\n\nAt {size[0]}×{size[1]}×{size[2]}. {provenance(rows)}"
+    names = [s.name for s in registry.STEPS]
+    caption = f"\n\nAt {size[0]}×{size[1]}×{size[2]}. {provenance(rows)} {not_measured(names)}"
     return Markdown("\n".join(lines) + caption)
+
+
+def _before(step: registry.Step) -> registry.Step | None:
+    """The CUDA step before step on the ladder (None for step 01)."""
+    index = registry.STEPS.index(step)
+    return registry.STEPS[index - 1] if index else None
+
+
+def _step_and_before(step_id: str) -> list[str]:
+    step = registry.step(step_id)
+    return [s.name for s in (_before(step), step) if s]
 
 
 def step_result(step_id: str) -> Markdown:
     """One step against the one before it and cuBLAS, at every measured size."""
-    step = registry.step(step_id)
-    before = registry.STEPS[registry.STEPS.index(step) - 1] if step_id != "01" else None
+    names = _step_and_before(step_id)
     rows = results()
     sizes = sorted({(r.M, r.N, r.K) for r in rows}, key=lambda s: s[0] * s[1] * s[2])
     cell = {(r.kernel, (r.M, r.N, r.K)): r for r in rows}
-    names = [s.name for s in (before, step) if s]
     lines = ["| size | " + " | ".join(names) + " | cuBLAS |", "|---|" + "---:|" * (len(names) + 1)]
     for size in sizes:
         shown = [cell.get((n, size)) for n in names]
-        if not all(shown):
+        expected = [r for r, n in zip(shown, names) if n not in NOT_YET_MEASURED]
+        if not expected or not all(expected):
             continue
         lines.append(
             f"| {size[0]}×{size[1]}×{size[2]} | "
-            + " | ".join(f"{r.gflops:.0f} ({r.pct_cublas:.1f}%)" for r in shown)
-            + f" | {shown[0].cublas_gflops:.0f} |"
+            + " | ".join(f"{r.gflops:.0f} ({r.pct_cublas:.1f}%)" if r else "—" for r in shown)
+            + f" | {expected[0].cublas_gflops:.0f} |"
         )
-    return Markdown("GFLOP/s (% of cuBLAS).\n\n" + "\n".join(lines) + f"\n\n{provenance(rows)}")
+    text = "GFLOP/s (% of cuBLAS).\n\n" + "\n".join(lines) + f"\n\n{provenance(rows)}"
+    return Markdown(f"{text} {not_measured(names)}".strip())
 
 
 def warp_addresses(N: int = 777, K: int = 513):
@@ -139,6 +179,7 @@ def roofline(gpu_name: str = "H100 SXM"):
     peak = spec["fp32_tflops"] * 1e3
     bandwidth = spec["bandwidth_gbs"]
     measured = {r.kernel: r.gflops for r in results() if (r.M, r.N, r.K) == LARGEST}
+    missing = not_measured([s.name for s in registry.STEPS])
     fig, ax = plt.subplots(figsize=(7, 4.5))
     xs = [2**e for e in range(-3, 8)]
     ax.plot(xs, [min(peak, bandwidth * x) for x in xs], color="black", label=f"{gpu_name} roof")
@@ -165,16 +206,17 @@ def roofline(gpu_name: str = "H100 SXM"):
     ax.legend()
     fig.tight_layout()
     plt.show()
+    return Markdown(missing) if missing else None
 
 
 def step_plot(step_id: str):
     """GFLOP/s against size for a step, the step before it, and cuBLAS."""
-    step = registry.step(step_id)
-    index = registry.STEPS.index(step)
-    names = [s.name for s in registry.STEPS[max(index - 1, 0) : index + 1]]
+    names = _step_and_before(step_id)
     rows = [r for r in results() if r.kernel in names]
     bench.figure(rows)
     plt.show()
+    missing = not_measured(names)
+    return Markdown(f"The plot leaves out what was not measured. {missing}") if missing else None
 
 
 def exercise(step_id: str) -> Markdown:
