@@ -11,9 +11,8 @@ from dataclasses import dataclass, field
 
 @dataclass(frozen=True)
 class Assignment:
-    name: str  # also the nbgrader assignment id and the notebook's file name
+    name: str  # the step's name: the nbgrader assignment id and the notebook's file name
     title: str
-    chapter: str  # the book page, e.g. "book/03_coalescing"
     idea: str  # the chapter's idea in brief (Markdown)
     task: str  # what to write (Markdown)
     region: str = ""  # docs anchor of the learner's part of the kernel; "" for 00
@@ -23,12 +22,16 @@ class Assignment:
     def step(self) -> str:
         return self.name[:2]
 
+    @property
+    def chapter(self) -> str:
+        """The book page that teaches the step: it has the step's name too."""
+        return f"book/{self.name}"
+
 
 ASSIGNMENTS = (
     Assignment(
         "00_cpu_triple_loop",
         "The CPU triple loop",
-        "book/01_cpu_triple_loop",
         idea="""\
 C = A·B with A of M×K and B of K×N takes M·N·K multiply-adds: **2·M·N·K floating-point
 operations** (FLOPs). Dividing by the time gives FLOP/s, the number every later chapter
@@ -50,7 +53,6 @@ seconds)`. The check cell times your loops against NumPy.""",
     Assignment(
         "01_naive",
         "The first CUDA kernel",
-        "book/02_naive",
         idea="""\
 A kernel is a function that every thread of a **grid** runs. Threads come in **blocks** (here
 32×32); `blockIdx`, `blockDim` and `threadIdx` tell a thread which element of C is its own.
@@ -70,7 +72,6 @@ that way: `grid.x` covers the rows). About 10 lines.""",
     Assignment(
         "02_coalescing",
         "Global memory coalescing",
-        "book/03_coalescing",
         idea="""\
 The 32 threads of a warp load together. When they touch 32 neighbouring floats, the hardware
 serves them with one 128-byte transaction; when they touch 32 different rows, it needs 32.
@@ -89,7 +90,6 @@ the kernel is the same as step 01. Use the explorer below to see the transaction
     Assignment(
         "03_smem_tiling",
         "Shared-memory tiling",
-        "book/04_smem_tiling",
         idea="""\
 In steps 01–02 every thread reads its own row of A and column of B from global memory, so
 each value is read BS times by different threads. A block of BS×BS threads can instead copy
@@ -113,7 +113,6 @@ again. About 12 lines.""",
     Assignment(
         "04_blocktiling_1d",
         "1D register blocking",
-        "book/05_blocktiling_1d",
         idea="""\
 Each FMA in step 03 needs two shared-memory loads, and shared memory cannot feed the FMA units
 that fast. If each thread computes TM results down a column of C, it can load one value of
@@ -130,7 +129,6 @@ products with TM values of `As` to the TM accumulators. About 6 lines.""",
     Assignment(
         "05_blocktiling_2d",
         "2D register blocking",
-        "book/06_blocktiling_2d",
         idea="""\
 Keep TN values of B in registers as well as TM values of A, and every k becomes an **outer
 product**: TM + TN loads feed TM × TN FMAs. With TM = TN = 8 that is 16 loads for 64 FMAs,
@@ -150,7 +148,6 @@ values of a row of `Bs`), then accumulate their outer product into `acc`. About 
     Assignment(
         "06_vectorized",
         "Vectorized loads",
-        "book/07_vectorized",
         idea="""\
 A `float4` load moves 16 bytes in one instruction. Loading A's tile as `float4`s and storing
 it **transposed** (`As[k][m]`) makes the TM values a thread needs for one k consecutive, so
@@ -173,7 +170,6 @@ B's tile through `load4` straight into `Bs` as a `float4`. About 15 lines.""",
     Assignment(
         "07_warptiling",
         "Warptiling",
-        "book/08_warptiling",
         idea="""\
 Between the block tile and the thread tile sits the level the hardware schedules: the warp.
 Each warp computes a WM × WN piece of the block tile; inside it, each thread computes
