@@ -141,6 +141,64 @@ def warp_addresses(N: int = 777, K: int = 513):
     plt.show()
 
 
+def _fragment_reads(step: registry.Step, warp: int = 0) -> list[tuple[str, list[int]]]:
+    """The float4 reads of As and Bs that each thread of one warp makes at one k, as
+    (matrix, the 32 lanes' offsets in floats) per instruction: the index arithmetic of
+    kernels/06 (thread tiles) and 07-08 (warp tiles) at the registry's parameters."""
+    p = step.params
+    BN, TM, TN = p["BN"], p["TM"], p["TN"]
+    lanes = [warp * 32 + lane for lane in range(32)]
+    if "WM" not in p:  # 06: thread t owns rows t / (BN/TN) * TM..., columns t % (BN/TN) * TN...
+        rows = [[t // (BN // TN) * TM] for t in lanes]
+        cols = [[t % (BN // TN) * TN] for t in lanes]
+    else:  # 07, 08: the warp's corner, then the lane's place in each sub-tile
+        WM, WN, WNITER = p["WM"], p["WN"], p["WNITER"]
+        WMITER = WM * WN // (32 * TM * TN * WNITER)
+        WSUBM, WSUBN = WM // WMITER, WN // WNITER
+        corner_m, corner_n = warp // (BN // WN) * WM, warp % (BN // WN) * WN
+        per_row = WSUBN // TN
+        rows = [[corner_m + wm * WSUBM + t % 32 // per_row * TM for wm in range(WMITER)]
+                for t in lanes]  # fmt: skip
+        cols = [[corner_n + wn * WSUBN + t % 32 % per_row * TN for wn in range(WNITER)]
+                for t in lanes]  # fmt: skip
+    reads = []
+    for matrix, starts, width in (("A", rows, TM), ("B", cols, TN)):
+        for i in range(len(starts[0])):
+            for j in range(0, width, 4):
+                reads.append((matrix, [s[i] + j for s in starts]))
+    return reads
+
+
+def warp_shared_reads(step_ids=("06", "07")) -> Markdown:
+    """What one warp reads from shared memory for one k, and a model of what it costs:
+    a 128-bit load is served a quarter-warp (8 lanes) at a time, each quarter in as many
+    passes as the most distinct 4-byte words it needs from one of the 32 banks."""
+    lines = [
+        "| step | floats of As and Bs the warp reads | FMAs of the warp | `float4` loads "
+        "per thread | passes through the banks (model) |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for step_id in step_ids:
+        step = registry.step(step_id)
+        reads = _fragment_reads(step)
+        distinct = {(m, o + i) for m, offsets in reads for o in offsets for i in range(4)}
+        passes = 0
+        for _, offsets in reads:
+            for quarter in range(4):
+                words = {o + i for o in offsets[quarter * 8 : quarter * 8 + 8] for i in range(4)}
+                banks = [sum(w % 32 == b for w in words) for b in range(32)]
+                passes += max(banks)
+        # Per k, one FMA per accumulator of each of the warp's threads.
+        BM, BN = step.geometry.tile
+        fmas = 32 * BM * BN // step.geometry.threads
+        lines.append(f"| {step.name} | {len(distinct)} | {fmas} | {len(reads)} | {passes} |")
+    return Markdown(
+        "\n".join(lines) + "\n\nComputed from each kernel's index arithmetic at the "
+        "registry's parameters, for warp 0 at one k, as this page was built. The passes "
+        "are a model of the hardware, not a measurement."
+    )
+
+
 def tile_hierarchy(step_id: str = "07"):
     """The block tile, one warp's tile, and one thread's tiles inside it, to scale."""
     p = registry.step(step_id).params

@@ -234,11 +234,13 @@ sgemm_pipelining(int M, int N, int K, float alpha, const float* A,
   };
   // [docs:inner-end]
 
+  // [docs:mainloop]
+  // Fill the pipeline: slice 0 in shared memory, its first fragments on their
+  // way into registers.
   fetch(0);
   stash(0);
   __syncthreads();
   load_fragments(0, 0, 0);
-  // [docs:mainloop]
   // Level 1, the block tile: walk K one BK-wide slice at a time.
   for (int k0 = 0, buf = 0; k0 < K; k0 += BK, buf ^= 1) {
     const bool more = k0 + BK < K;

@@ -79,5 +79,5 @@ def test_the_book_builds_with_warnings_as_errors(tmp_path):
     )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     html = tmp_path / "_build" / "html" / "book"
-    page = (html / "07_warptiling.html").read_text()
-    assert "sgemm_warptiling" in page and "% of cuBLAS" in page and "<img" in page
+    page = (html / "08_pipelining.html").read_text()
+    assert "sgemm_pipelining" in page and "% of cuBLAS" in page and "<img" in page
