@@ -224,7 +224,12 @@ def _parser() -> argparse.ArgumentParser:
         "time them against cuBLAS. Writes every configuration's verdict to a CSV and the "
         "best to a JSON file, and prints how to use it. Needs a GPU, except with --dry-run.",
     )
-    t.add_argument("step", metavar="STEP", help="the step to tune: 04, 05, 06 or 07")
+    tunable = [s.id for s in registry.STEPS if s.tuning]
+    t.add_argument(
+        "step",
+        metavar="STEP",
+        help=f"the step to tune: {', '.join(tunable[:-1])} or {tunable[-1]}",
+    )
     t.add_argument(
         "--size", default="4096", metavar="SIZE", help="N or MxNxK to time at (default: 4096)"
     )
