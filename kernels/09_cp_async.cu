@@ -19,9 +19,9 @@
 //   thread tile      for wm, wn, m, n:    acc += regM * regN  (registers only)
 //
 // The inner two levels are step 07's: each k loads its fragments, then
-// multiplies them (without step 08's second set of fragments, serpentine order
-// and bounds-free interior blocks; it was measured so). What changes from step
-// 08 is the copy:
+// multiplies them (it has none of step 08's second set of fragments,
+// serpentine order and bounds-free interior blocks, and was measured so). What
+// changes from step 08 is the copy:
 // - cp.async moves 4, 8 or 16 bytes and cannot transpose, so A, which is
 //   stored transposed (As[k][m]), is copied one float at a time, and B in
 //   float4s where N % 4 == 0 and B is 16-byte aligned (else float by float).
