@@ -11,24 +11,27 @@ from dataclasses import dataclass, field
 
 @dataclass(frozen=True)
 class Assignment:
-    name: str  # also the nbgrader assignment id and the notebook's file name
+    name: str  # the step's name: the nbgrader assignment id and the notebook's file name
     title: str
-    chapter: str  # the book page, e.g. "book/03_coalescing"
     idea: str  # the chapter's idea in brief (Markdown)
     task: str  # what to write (Markdown)
-    region: str = ""  # docs anchor of the learner's part of the kernel; "" for 00
+    region: str = ""  # docs anchor of the learner's part of the kernel; "" for Python steps
     hints: tuple[str, ...] = field(default_factory=tuple)
 
     @property
     def step(self) -> str:
         return self.name[:2]
 
+    @property
+    def chapter(self) -> str:
+        """The book page that teaches the step: it has the step's name too."""
+        return f"book/{self.name}"
+
 
 ASSIGNMENTS = (
     Assignment(
         "00_cpu_triple_loop",
         "The CPU triple loop",
-        "book/01_cpu_triple_loop",
         idea="""\
 C = A·B with A of M×K and B of K×N takes M·N·K multiply-adds: **2·M·N·K floating-point
 operations** (FLOPs). Dividing by the time gives FLOP/s, the number every later chapter
@@ -50,7 +53,6 @@ seconds)`. The check cell times your loops against NumPy.""",
     Assignment(
         "01_naive",
         "The first CUDA kernel",
-        "book/02_naive",
         idea="""\
 A kernel is a function that every thread of a **grid** runs. Threads come in **blocks** (here
 32×32); `blockIdx`, `blockDim` and `threadIdx` tell a thread which element of C is its own.
@@ -70,7 +72,6 @@ that way: `grid.x` covers the rows). About 10 lines.""",
     Assignment(
         "02_coalescing",
         "Global memory coalescing",
-        "book/03_coalescing",
         idea="""\
 The 32 threads of a warp load together. When they touch 32 neighbouring floats, the hardware
 serves them with one 128-byte transaction; when they touch 32 different rows, it needs 32.
@@ -89,7 +90,6 @@ the kernel is the same as step 01. Use the explorer below to see the transaction
     Assignment(
         "03_smem_tiling",
         "Shared-memory tiling",
-        "book/04_smem_tiling",
         idea="""\
 In steps 01–02 every thread reads its own row of A and column of B from global memory, so
 each value is read BS times by different threads. A block of BS×BS threads can instead copy
@@ -113,7 +113,6 @@ again. About 12 lines.""",
     Assignment(
         "04_blocktiling_1d",
         "1D register blocking",
-        "book/05_blocktiling_1d",
         idea="""\
 Each FMA in step 03 needs two shared-memory loads, and shared memory cannot feed the FMA units
 that fast. If each thread computes TM results down a column of C, it can load one value of
@@ -130,7 +129,6 @@ products with TM values of `As` to the TM accumulators. About 6 lines.""",
     Assignment(
         "05_blocktiling_2d",
         "2D register blocking",
-        "book/06_blocktiling_2d",
         idea="""\
 Keep TN values of B in registers as well as TM values of A, and every k becomes an **outer
 product**: TM + TN loads feed TM × TN FMAs. With TM = TN = 8 that is 16 loads for 64 FMAs,
@@ -150,7 +148,6 @@ values of a row of `Bs`), then accumulate their outer product into `acc`. About 
     Assignment(
         "06_vectorized",
         "Vectorized loads",
-        "book/07_vectorized",
         idea="""\
 A `float4` load moves 16 bytes in one instruction. Loading A's tile as `float4`s and storing
 it **transposed** (`As[k][m]`) makes the TM values a thread needs for one k consecutive, so
@@ -173,26 +170,54 @@ B's tile through `load4` straight into `Bs` as a `float4`. About 15 lines.""",
     Assignment(
         "07_warptiling",
         "Warptiling",
-        "book/08_warptiling",
         idea="""\
 Between the block tile and the thread tile sits the level the hardware schedules: the warp.
 Each warp computes a WM × WN piece of the block tile; inside it, each thread computes
 WMITER × WNITER small TM × TN tiles, spread WSUBM rows and WSUBN columns apart, so that the 32
-lanes read neighbouring `float4`s of shared memory. The kernel also loads the next slice of K
-into registers while it multiplies the current one.""",
+lanes read neighbouring `float4`s of shared memory (or the same one) while each thread still
+keeps many accumulators. Everything else is step 06: the same copies, bounds and tails.""",
         task="""\
-Write the warp level as two lambdas that the main loop calls: `load_fragments(buf, k, set)`
-loads the warp's fragments of `As[buf]` and `Bs[buf]` for one k into `regM[set]` and
-`regN[set]` with `copy4`, and `multiply(set)` accumulates their outer product into `acc`.
-The main loop loads the fragments for k + 1 while it multiplies those for k. About 25
-lines.""",
+Write the warp level, the loop over the BK values of the slice: for each k, load the thread's
+WMITER × TM values of `As` into `regM` and its WNITER × TN values of `Bs` into `regN` with
+`copy4`, from where its warp and lane put them, then accumulate their outer product into `acc`.
+About 25 lines.""",
         region="inner",
         hints=(
             "The thread's rows in sub-tile wm start at "
             "`warpRow * WM + wm * WSUBM + threadRow * TM`.",
             "Its columns in sub-tile wn start at `warpCol * WN + wn * WSUBN + threadCol * TN`.",
-            "`copy4(&regM[set][wm * TM + m], &As[buf][k][...])` for m = 0, 4, ...; the same for "
-            "regN; then `acc[m][n] += regM[set][m] * regN[set][n]` for every m and n.",
+            "`copy4(&regM[wm * TM + m], &As[k][...])` for m = 0, 4, ...; the same for regN; then "
+            "`acc[m][n] += regM[m] * regN[n]` for every m < WMITER * TM and n < WNITER * TN.",
+        ),
+    ),
+    Assignment(
+        "08_pipelining",
+        "Software pipelining",
+        idea="""\
+Step 07's threads are fewer and busier, so a block waits twice and nothing hides it: at every
+slice for global memory (the barrier after the copy) and at every k for shared memory (the
+fragments before the FMAs). Software pipelining starts each load one step early. The next slice
+of A and B goes into registers while the current one is multiplied, and is stored into a
+second shared buffer, so one barrier per slice is enough; the fragments for k + 1 go into a
+second set of registers while the FMAs of k run.""",
+        task="""\
+Write the main loop that runs the pipeline: `fetch(k0)` (a slice of A and B into registers),
+`stash(buf)` (those registers into shared buffer `buf`), `load_fragments(buf, k, set)` and
+`multiply(set)` are written for you. Fill the pipeline with slice 0 and its first fragments;
+then, for each slice, fetch the next one before any FMA, and for each k load the fragments
+for k + 1 into the other set before multiplying those for k. At the last k, hand over: stash
+the next slice into the other buffer, pass the barrier, load its first fragments, and only
+then run the last FMAs. About 20 lines.""",
+        region="mainloop",
+        hints=(
+            "Before the loop: `fetch(0); stash(0); __syncthreads(); load_fragments(0, 0, 0);`.",
+            "Walk the slices with `for (int k0 = 0, buf = 0; k0 < K; k0 += BK, buf ^= 1)`; "
+            "`const bool more = k0 + BK < K;` says whether there is a next slice to fetch.",
+            "For each k: if `k + 1 < BK`, `load_fragments(buf, k + 1, (k + 1) % 2)`; else, if "
+            "there is more, `stash(buf ^ 1); __syncthreads(); load_fragments(buf ^ 1, 0, 0);`. "
+            "Then `multiply(k % 2)`.",
+            "One barrier per slice is enough: `stash` writes buffer `buf ^ 1`, which every warp "
+            "finished reading before the previous barrier.",
         ),
     ),
 )

@@ -239,7 +239,12 @@ def _parser() -> argparse.ArgumentParser:
         "time them against cuBLAS. Writes every configuration's verdict to a CSV and the "
         "best to a JSON file, and prints how to use it. Needs a GPU, except with --dry-run.",
     )
-    t.add_argument("step", metavar="STEP", help="the step to tune: 04, 05, 06 or 07")
+    tunable = [s.id for s in registry.STEPS if s.tuning]
+    t.add_argument(
+        "step",
+        metavar="STEP",
+        help=f"the step to tune: {', '.join(tunable[:-1])} or {tunable[-1]}",
+    )
     t.add_argument(
         "--size", default="4096", metavar="SIZE", help="N or MxNxK to time at (default: 4096)"
     )
@@ -367,8 +372,9 @@ def _bench(args) -> int:
     sizes = args.sizes or bench.DEFAULT_SIZES
     for s in sizes:
         bench.parse_size(s)  # a typo is reported before anything runs
+    specs = {s.name: KernelSpec.from_step(s) for s in steps}  # and a step with no kernel
     gpu.require("bench")
-    rows = bench.bench({s.name: KernelSpec.from_step(s) for s in steps}, sizes)
+    rows = bench.bench(specs, sizes)
     print(bench.table(rows))
     path = bench.write_csv(rows, args.csv or bench.default_csv_path(rows))
     print(f"results merged into {path}")
@@ -408,6 +414,8 @@ def _grade(args) -> int:
     from .gradebook import Gradebook
 
     step = registry.step(args.assignment)
+    if not step.is_cuda:
+        raise ValueError(f"{step.name} is graded in its notebook (nbgrader), not by grade")
     if step not in registry.STEPS:
         raise ValueError(f"{step.name} is a bonus kernel, not a graded exercise")
     book = Gradebook.of(args.submissions, step, args.out, args.json)

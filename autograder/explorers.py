@@ -242,9 +242,9 @@ def roofline_explorer():
 
 def explorer_for(assignment: str):
     """The explorer a notebook shows, by its assignment name."""
-    number = assignment[:2]
-    if number == "00":
+    step = registry.step(assignment[:2])
+    if not step.is_cuda:  # step 00: how far the CPU is from the GPU's floors
         return roofline_explorer()
-    if number in ("01", "02"):
+    if not step.params:  # steps 01 and 02: one thread per element, no tiles
         return warp_explorer()
-    return tile_explorer(number)
+    return tile_explorer(step.id)

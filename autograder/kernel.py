@@ -18,6 +18,14 @@ class SpecError(ValueError):
     """The kernel or its launch geometry could not be worked out from what was given."""
 
 
+def _require_cuda(step: Step) -> None:
+    if not step.is_cuda:
+        raise SpecError(
+            f"{step.name} is a {step.language} step: its notebook runs it, and there is "
+            "no kernel to compile, launch or time"
+        )
+
+
 @dataclass(frozen=True)
 class KernelSpec:
     source: str
@@ -29,6 +37,7 @@ class KernelSpec:
 
     @classmethod
     def from_step(cls, step: Step) -> "KernelSpec":
+        _require_cuda(step)
         return cls(
             step.source(), step.path.name, step.name_expression, step.geometry, step.input_roundoff
         )
@@ -151,10 +160,12 @@ def from_source(
 def _guess_step(filename: str, kernel: str, like: str | None) -> Step | None:
     if like:
         try:
-            return registry.step(like)
+            step = registry.step(like)
         except KeyError as e:
             raise SpecError(e.args[0]) from None
-    for s in registry.ALL_STEPS:
+        _require_cuda(step)
+        return step
+    for s in registry.KERNELS:
         if filename.startswith(s.id + "_") or kernel == s.kernel:
             return s
     return None

@@ -131,16 +131,14 @@ def notebook(a: Assignment, url: str):
         _cell(nbformat, "code", SETUP.replace("{url}", url), "setup"),
         _cell(nbformat, "markdown", f"## Your code\n\n{a.task}", "task"),
     ]
-    if a.step == "00":
-        cells += _python_cells(nbformat, a)
-    else:
-        cells += _cuda_cells(nbformat, a)
+    python = not step(a.step).is_cuda
+    cells += _python_cells(nbformat, a) if python else _cuda_cells(nbformat, a)
     cells += [
         _cell(nbformat, "markdown", "## Explore", "explore_intro"),
         _explorer_cell(nbformat, a),
         _cell(nbformat, "markdown", f"## Hints\n\nOpen one at a time.\n\n{hints}", "hints"),
     ]
-    cells += _python_tests(nbformat) if a.step == "00" else _cuda_tests(nbformat, a)
+    cells += _python_tests(nbformat) if python else _cuda_tests(nbformat, a)
     nb = nbformat.v4.new_notebook(cells=cells)
     nb.metadata = {
         "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
@@ -203,7 +201,7 @@ def _cuda_tests(nbformat, a: Assignment):
 
 
 def _python_cells(nbformat, a: Assignment):
-    path = KERNEL_DIR / f"{a.name}.py"
+    path = step(a.step).path
     text = path.read_text()
     source = mark_regions(text, re.findall(r"# \[docs:([a-z0-9]+)\]\n", text), path.name)
     return [

@@ -73,13 +73,19 @@ class Tuning:
     registers: Callable[[Mapping[str, int]], int]
 
 
+# What a step's file is written in, and the suffix of its file in kernels/.
+LANGUAGES = {"cuda": ".cu", "python": ".py"}
+
+
 @dataclass(frozen=True)
 class Step:
-    """One rung of the ladder: kernels/<id>_<slug>.cu and how to launch it."""
+    """One rung of the ladder: kernels/<id>_<slug>.cu (or .py) and how to run it."""
 
     id: str
     slug: str
     title: str
+    # The __global__ function NVRTC compiles; for a Python step, the function
+    # its exercise is about.
     kernel: str
     # Template parameters in declaration order; empty for extern "C" kernels.
     params: Mapping[str, int] = field(default_factory=dict)
@@ -97,10 +103,21 @@ class Step:
     input_roundoff: float = 0.0
     # The tile-parameter search, for steps that have tile parameters to tune.
     tuning: Tuning | None = None
+    # "cuda": a kernel that the compiler, checker, grader and benchmark take.
+    # "python": a program that only its notebook runs (step 00, on the CPU).
+    language: str = "cuda"
+
+    def __post_init__(self):
+        if self.language not in LANGUAGES:
+            raise ValueError(f"language must be one of {', '.join(LANGUAGES)}")
+
+    @property
+    def is_cuda(self) -> bool:
+        return self.language == "cuda"
 
     @property
     def path(self) -> Path:
-        return KERNEL_DIR / f"{self.id}_{self.slug}.cu"
+        return KERNEL_DIR / f"{self.id}_{self.slug}{LANGUAGES[self.language]}"
 
     @property
     def name(self) -> str:
@@ -194,7 +211,8 @@ def _tiles_2d_rules(p: Mapping[str, int], width: int = 1) -> list[str]:
 
 
 def _warp_tile_rules(p: Mapping[str, int]) -> list[str]:
-    """kernels/07_warptiling.cu's static_asserts, and its WMITER, WSUBM, WSUBN."""
+    """The static_asserts of kernels/07_warptiling.cu and 08_pipelining.cu (the
+    same in both), and their WMITER, WSUBM, WSUBN."""
     bad = _must_divide(p, ("WM", "BM"), ("WN", "BN"), ("WNITER", "WN"))
     bad += [f"{k} = {p[k]} is not a multiple of 4" for k in ("BK", "BN", "TM", "TN") if p[k] % 4]
     if bad:
@@ -221,12 +239,20 @@ def _tiles_2d_registers(p: Mapping[str, int]) -> int:
     return p["TM"] * p["TN"] + p["TM"] + p["TN"]
 
 
+def _warp_fragments(p: Mapping[str, int]) -> int:
+    """regM and regN of a warp-tiled kernel: WMITER x TM values of A, WNITER x TN of B."""
+    return p["WM"] * p["WN"] // 32 // p["TN"] // p["WNITER"] + p["WNITER"] * p["TN"]
+
+
 def _warp_tile_registers(p: Mapping[str, int]) -> int:
-    """kernels/07: the accumulators, two sets of fragments, the prefetched slice."""
-    accumulators = p["WM"] * p["WN"] // 32
-    fragments = accumulators // p["TN"] // p["WNITER"] + p["WNITER"] * p["TN"]
+    """kernels/07: the accumulators and one set of fragments."""
+    return p["WM"] * p["WN"] // 32 + _warp_fragments(p)
+
+
+def _pipelined_registers(p: Mapping[str, int]) -> int:
+    """kernels/08: the accumulators, two sets of fragments, the prefetched slice."""
     prefetched = p["BK"] * (p["BM"] + p["BN"]) // _warp_tiles(p).threads
-    return accumulators + 2 * fragments + prefetched
+    return p["WM"] * p["WN"] // 32 + 2 * _warp_fragments(p) + prefetched
 
 
 def _tile_bytes(p: Mapping[str, int], buffers: int = 1) -> int:
@@ -234,7 +260,32 @@ def _tile_bytes(p: Mapping[str, int], buffers: int = 1) -> int:
     return 4 * buffers * p["BK"] * (p["BM"] + p["BN"])
 
 
-STEPS: tuple[Step, ...] = (
+# The search for steps 07 and 08. TM = 8, TN = 4: measured best for step 08 on
+# the H100 (TN = 8 puts two lanes of a quarter-warp on one bank; TM = 4 was no
+# faster).
+_WARP_TILE_SPACE = dict(
+    BM=(64, 128, 256),
+    BN=(64, 128, 256),
+    BK=(8, 16, 32),
+    WM=(32, 64),
+    WN=(32, 64),
+    WNITER=(2, 4),
+    TM=(8,),
+    TN=(4,),
+)
+
+
+# The ladder: every step the course teaches and grades, in order. Each has its
+# file in kernels/, its chapter (book/<name>.md) and its exercise
+# (exercises/<name>/), all named <id>_<slug>.
+LADDER: tuple[Step, ...] = (
+    Step(
+        "00",
+        "cpu_triple_loop",
+        "The CPU triple loop",
+        "matmul",
+        language="python",
+    ),
     Step(
         "01",
         "naive",
@@ -304,39 +355,47 @@ STEPS: tuple[Step, ...] = (
         "warptiling",
         "Warptiling",
         "sgemm_warptiling",
+        # Step 08's parameters, so that the two differ only in what 08 adds;
+        # not searched for this kernel.
         params=dict(BM=128, BN=128, BK=16, WM=32, WN=64, WNITER=2, TM=8, TN=4),
         layout=_warp_tiles,
         tuning=Tuning(
-            # TM = 8, TN = 4: measured best on the H100 (TN = 8 puts two lanes of
-            # a quarter-warp on one bank; TM = 4 was no faster).
-            space=dict(
-                BM=(64, 128, 256),
-                BN=(64, 128, 256),
-                BK=(8, 16, 32),
-                WM=(32, 64),
-                WN=(32, 64),
-                WNITER=(2, 4),
-                TM=(8,),
-                TN=(4,),
-            ),
+            space=_WARP_TILE_SPACE,
             rules=_warp_tile_rules,
-            shared_bytes=partial(_tile_bytes, buffers=2),
+            shared_bytes=_tile_bytes,
             registers=_warp_tile_registers,
         ),
     ),
+    Step(
+        "08",
+        "pipelining",
+        "Software pipelining",
+        "sgemm_pipelining",
+        params=dict(BM=128, BN=128, BK=16, WM=32, WN=64, WNITER=2, TM=8, TN=4),
+        layout=_warp_tiles,
+        tuning=Tuning(
+            space=_WARP_TILE_SPACE,
+            rules=_warp_tile_rules,
+            shared_bytes=partial(_tile_bytes, buffers=2),
+            registers=_pipelined_registers,
+        ),
+    ),
 )
+
+# The ladder's CUDA kernels, 01 on: what `grade`, `bench` and `tune` take.
+STEPS: tuple[Step, ...] = tuple(s for s in LADDER if s.is_cuda)
 
 
 def _tensor_core_tiles(p: Mapping[str, int]) -> Geometry:
     """_warp_tiles, with STAGES slices of A and B in dynamic shared memory:
     rows of BK + 4 floats for A and BN + 8 for B, padded as
-    kernels/09_tensor_core_tf32.cu explains."""
+    kernels/10_tensor_core_tf32.cu explains."""
     floats = p["STAGES"] * (p["BM"] * (p["BK"] + 4) + p["BK"] * (p["BN"] + 8))
     return replace(_warp_tiles(p), shared_bytes=4 * floats)
 
 
 # TF32 keeps 10 of FP32's 23 mantissa bits: rounding an input to the nearest
-# TF32 value (cvt.rna, as kernels/09 does) moves it by at most u = 2^-11 of
+# TF32 value (cvt.rna, as kernels/10 does) moves it by at most u = 2^-11 of
 # itself. A product of two rounded inputs is then off by at most
 # (1 + u)^2 - 1 = 2u + u^2 of |a b|, term by term, so the whole sum is off by
 # at most (2u + u^2) |A||B| from the inputs alone: a bound, not an estimate,
@@ -352,7 +411,7 @@ TF32_INPUT_ROUNDOFF = 2.0**-11
 # checks and times them by name.
 BEYOND: tuple[Step, ...] = (
     Step(
-        "08",
+        "09",
         "cp_async",
         "Asynchronous copies",
         "sgemm_cp_async",
@@ -361,7 +420,7 @@ BEYOND: tuple[Step, ...] = (
         min_arch="sm_80",
     ),
     Step(
-        "09",
+        "10",
         "tensor_core_tf32",
         "Tensor cores (TF32)",
         "sgemm_tf32",
@@ -373,7 +432,9 @@ BEYOND: tuple[Step, ...] = (
         input_roundoff=TF32_INPUT_ROUNDOFF,
     ),
 )
-ALL_STEPS = STEPS + BEYOND
+# Every numbered step, and every CUDA kernel (what NVRTC compiles).
+ALL_STEPS = LADDER + BEYOND
+KERNELS = STEPS + BEYOND
 
 
 def step(key: str) -> Step:

@@ -6,16 +6,32 @@ import re
 import pytest
 
 from autograder import registry
-from autograder.kernel import global_kernels
-from autograder.registry import KERNEL_DIR, Geometry
+from autograder.kernel import KernelSpec, SpecError, global_kernels
+from autograder.registry import KERNEL_DIR, Geometry, Step
 
 
 def test_every_kernel_file_is_registered_and_every_step_has_a_file():
-    files = sorted(p.name for p in KERNEL_DIR.glob("*.cu"))
+    files = sorted(p.name for p in KERNEL_DIR.iterdir() if p.suffix in (".cu", ".py"))
     assert files == sorted(s.path.name for s in registry.ALL_STEPS)
 
 
-@pytest.mark.parametrize("step", registry.ALL_STEPS, ids=lambda s: s.name)
+def test_step_00_is_a_python_step_that_no_kernel_command_takes():
+    step = registry.step("00")
+    assert not step.is_cuda and step.path.name == "00_cpu_triple_loop.py"
+    assert step in registry.LADDER and step not in registry.STEPS + registry.KERNELS
+    assert f"def {step.kernel}(" in step.source()
+    with pytest.raises(SpecError, match="00_cpu_triple_loop is a python step"):
+        KernelSpec.from_step(step)
+    with pytest.raises(ValueError, match="language"):
+        Step("99", "fortran", "Fortran", "matmul", language="fortran")
+
+
+def test_the_ladder_is_numbered_from_00_without_gaps():
+    assert [s.id for s in registry.ALL_STEPS] == [f"{i:02}" for i in range(len(registry.ALL_STEPS))]
+    assert registry.STEPS == tuple(s for s in registry.LADDER if s.is_cuda)
+
+
+@pytest.mark.parametrize("step", registry.KERNELS, ids=lambda s: s.name)
 def test_file_defines_the_registered_kernel_with_the_registered_parameters(step):
     source = step.source()
     kernels = global_kernels(source)
@@ -27,7 +43,7 @@ def test_file_defines_the_registered_kernel_with_the_registered_parameters(step)
         assert names == list(step.params)
 
 
-@pytest.mark.parametrize("step", registry.ALL_STEPS, ids=lambda s: s.name)
+@pytest.mark.parametrize("step", registry.KERNELS, ids=lambda s: s.name)
 def test_grid_covers_every_element_of_c(step):
     for M, N in [(1, 1), (1001, 777), (4095, 4097)]:
         g = step.geometry
@@ -40,7 +56,7 @@ def test_grid_covers_every_element_of_c(step):
 def test_steps_are_found_by_number_or_name():
     assert registry.step("5") is registry.step("05") is registry.step("blocktiling_2d")
     assert registry.step("05_blocktiling_2d").kernel == "sgemm_blocktiling_2d"
-    with pytest.raises(KeyError, match="the steps are 01_naive"):
+    with pytest.raises(KeyError, match="the steps are 00_cpu_triple_loop, 01_naive"):
         registry.step("99")
 
 
@@ -57,7 +73,7 @@ def test_geometry_rejects_an_unknown_row_axis():
         Geometry((32, 32), (32, 32), rows_on="z")
 
 
-@pytest.mark.parametrize("step", registry.ALL_STEPS, ids=lambda s: s.name)
+@pytest.mark.parametrize("step", registry.KERNELS, ids=lambda s: s.name)
 def test_a_step_survives_pickling_as_the_batch_graders_workers_receive_it(step):
     """The batch grader spawns its workers and pickles the step for them: a lambda
     anywhere in a step (its layout, its tuning rules) would stop every grading run."""

@@ -25,8 +25,8 @@ def trial_for(step_id, **params):
     return next(t for t in tune.candidates(step) if t.params == wanted)
 
 
-def test_steps_04_to_07_declare_a_search_space():
-    assert [s.id for s in TUNABLE] == ["04", "05", "06", "07"]
+def test_steps_04_to_08_declare_a_search_space():
+    assert [s.id for s in TUNABLE] == ["04", "05", "06", "07", "08"]
     for step in TUNABLE:
         assert set(step.tuning.space) <= set(step.params), step.name
 
@@ -53,9 +53,16 @@ def test_every_combination_is_listed_once(step):
 
 
 def test_a_configuration_needing_more_than_48_kb_of_shared_memory_is_rejected_with_why():
-    trial = trial_for("07", BK=32)  # 2 buffers x 32 x (128 + 128) floats = 64 KB
+    trial = trial_for("08", BK=32)  # 2 buffers x 32 x (128 + 128) floats = 64 KB
     assert trial.verdict == "rejected"
     assert "65536 bytes of shared memory" in trial.reason and "48 KB" in trial.reason
+    assert trial_for("07", BK=32).verdict == "candidate"  # one buffer: 32 KB
+
+
+def test_the_register_floor_counts_what_each_warp_tiled_kernel_holds():
+    # 64 accumulators; fragments: 8 of A and 8 of B; the prefetched slice: 16.
+    assert registry.step("07").tuning.registers(registry.step("07").params) == 64 + 16
+    assert registry.step("08").tuning.registers(registry.step("08").params) == 64 + 2 * 16 + 16
 
 
 def test_too_many_threads_and_too_many_registers_are_rejected_before_compiling():
@@ -77,11 +84,15 @@ def test_a_broken_divisibility_rule_is_named():
     ]
 
 
-def compile_07(params):
-    spec = tune.spec_for(registry.step("07"), {**registry.step("07").params, **params})
+WARP_TILED = [registry.step("07"), registry.step("08")]
+
+
+def compile_with(step, params):
+    spec = tune.spec_for(step, {**step.params, **params})
     return compiler.compile_for_arch(spec.source, [spec.name_expression], "sm_90")
 
 
+@pytest.mark.parametrize("step", WARP_TILED, ids=lambda s: s.name)
 @pytest.mark.parametrize(
     "params, static_assert",
     [
@@ -90,16 +101,17 @@ def compile_07(params):
         (dict(BM=64, BN=256, BK=8), "every thread copies the same number of float4s"),
     ],
 )
-def test_what_the_rules_reject_the_kernel_refuses_to_compile(params, static_assert):
-    assert registry.step("07").tuning.rules({**registry.step("07").params, **params})
+def test_what_the_rules_reject_the_kernel_refuses_to_compile(step, params, static_assert):
+    assert step.tuning.rules({**step.params, **params})
     with pytest.raises(CompileError, match=static_assert):
-        compile_07(params)
+        compile_with(step, params)
 
 
-def test_what_the_rules_pass_compiles():
+@pytest.mark.parametrize("step", WARP_TILED, ids=lambda s: s.name)
+def test_what_the_rules_pass_compiles(step):
     params = dict(BM=256, BN=128, WM=64, WN=64)
-    assert registry.step("07").tuning.rules({**registry.step("07").params, **params}) == []
-    compile_07(params)
+    assert step.tuning.rules({**step.params, **params}) == []
+    compile_with(step, params)
 
 
 def test_a_step_without_tile_parameters_cannot_be_tuned():
@@ -211,10 +223,10 @@ def test_tune_has_help():
 
 
 def test_dry_run_lists_the_space_with_verdicts_and_needs_no_gpu():
-    result = run_cli("07", "--dry-run")
+    result = run_cli("08", "--dry-run")
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
-    assert lines[0].startswith("07_warptiling: 216 configurations,")
+    assert lines[0].startswith("08_pipelining: 216 configurations,")
     assert len(lines) == 217
     assert any("rejected" in line and "48 KB" in line for line in lines)
 
@@ -227,7 +239,7 @@ def test_tuning_a_step_without_parameters_is_a_usage_error():
 
 @pytest.mark.skipif(gpu.unavailable_reason() is None, reason="this machine has a GPU")
 def test_without_a_gpu_tune_says_so_in_one_line_and_exits_2():
-    result = run_cli("07")
+    result = run_cli("08")
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "tune needs an NVIDIA GPU" in lines[0]

@@ -1,10 +1,10 @@
-// Beyond the ladder (sm_80 and later): asynchronous copies. Step 07's
-// warptiling, with the slices of A and B copied from global to shared memory
-// by cp.async, STAGES slices deep.
+// Beyond the ladder (sm_80 and later): asynchronous copies. Step 08's
+// software pipeline, with the slices of A and B copied from global to shared
+// memory by cp.async, STAGES slices deep, instead of through registers.
 //
 // C = alpha * A * B + beta * C, row-major: A is M x K, B is K x N, C is M x N.
 //
-// Step 07 hid the wait for global memory by loading the next slice into
+// Step 08 hid the wait for global memory by loading the next slice into
 // registers before the FMAs and storing it to shared memory after them: every
 // float made two trips (global -> register -> shared) and the staging took
 // registers. From sm_80 (A100) on, cp.async copies global memory straight into
@@ -18,7 +18,10 @@
 //   warp tile      for k in BK:           each warp reads WM + WN values
 //   thread tile      for wm, wn, m, n:    acc += regM * regN  (registers only)
 //
-// The inner two levels are step 07's, unchanged. What changes is the copy:
+// The inner two levels are step 07's: each k loads its fragments, then
+// multiplies them (it has none of step 08's second set of fragments,
+// serpentine order and bounds-free interior blocks, and was measured so). What
+// changes from step 08 is the copy:
 // - cp.async moves 4, 8 or 16 bytes and cannot transpose, so A, which is
 //   stored transposed (As[k][m]), is copied one float at a time, and B in
 //   float4s where N % 4 == 0 and B is 16-byte aligned (else float by float).
@@ -30,7 +33,7 @@
 //   k at bank 4k + m, so the 32 lanes hit 32 different banks (and rows stay
 //   16-byte aligned for the float4 reads).
 //
-// What it buys, measured on an H100: little. Step 07's register prefetch
+// What it buys, measured on an H100: little. Step 08's register prefetch
 // already hid the loads' latency, and an FP32 kernel this close to cuBLAS is
 // limited by its FMAs and shared-memory reads, not by waiting for memory: a
 // third stage gained nothing over two, and BK = 16 (half the barriers per
@@ -42,7 +45,7 @@
 // in a helper of one line.
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
-#error "08_cp_async needs sm_80 or later (cp.async); on a T4 (sm_75) use 07_warptiling"
+#error "09_cp_async needs sm_80 or later (cp.async); on a T4 (sm_75) use 08_pipelining"
 #endif
 
 // [docs:helpers]
