@@ -391,7 +391,7 @@ def _profile(args) -> int:
     parse_size(args.size)  # a typo is reported before anything runs
     gpu.require("profile")
     targets = {}
-    for key in args.steps or [s.id for s in registry.STEPS if s.path.suffix == ".cu"]:
+    for key in args.steps or [s.id for s in registry.STEPS]:
         if key.endswith(".cu"):
             targets[Path(key).name] = from_file(key)
         else:

@@ -495,7 +495,8 @@ def tune_top(step_id: str, n: int = 8) -> Markdown:
     return Markdown(
         "\n".join(lines) + f"\n\n{ours}Timed at {first['M']}×{first['N']}×"
         f"{first['K']} on an {first['gpu']}, {first['date']}: one median of "
-        f"CUDA-event timings per configuration; cuBLAS (TF32 off) {first['cublas_gflops']:.0f} GFLOP/s "
+        "CUDA-event timings per configuration; cuBLAS (TF32 off) "
+        f"{first['cublas_gflops']:.0f} GFLOP/s "
         f"in the same process. Data: `book/data/{first['file']}`."
     )
 
