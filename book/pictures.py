@@ -376,7 +376,7 @@ def _smem_tiling(fig, step):
     fig.set_size_inches(WIDTH, 4.4)
     gap = BS / 8
     (ax_, ay), (bx, by), (cx, cy) = _gemm_origins(BS, BS, K, gap=gap)
-    ax = _panel(fig, (0.0, 0.02, 0.6, 0.86), (-gap * 2, bx + BS + 1), (-1, cy + BS + gap * 2))
+    ax = _panel(fig, (0.0, 0.02, 0.6, 0.86), (-gap * 2, bx + BS + 1), (-1, cy + BS + gap * 4))
     tile_colours = (SKY, ORANGE, GREEN, PURPLE)
     for t in range(T):
         colour = tile_colours[t % len(tile_colours)]
@@ -484,7 +484,7 @@ def _register_blocking(fig, step):
     rx = BK + gap  # regM's column (2D)
     cx = bx = rx if one_d else rx + 1 + gap
     left = max(w, 0.14) + 0.05
-    ax = _panel(fig, (left, 0.02, 0.99 - left, 0.85), (-1, cx + cols + 7), (-0.5, cy + TM + 2))
+    ax = _panel(fig, (left, 0.02, 0.99 - left, 0.85), (-1, cx + cols + 7), (-0.5, cy + TM + 4))
     ax.set_anchor("W")
     _box(ax, 0, ay, BK, TM, fc=TILE_GREY, lw=1)
     _box(ax, k, ay, 1, TM, fc=ORANGE, ec="black", lw=0.8)
