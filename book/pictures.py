@@ -26,13 +26,14 @@ from autograder import registry
 
 # Okabe and Ito's palette: told apart with every common kind of colour blindness.
 BLUE, ORANGE, SKY, GREEN = "#0072B2", "#E69F00", "#56B4E9", "#009E73"
-YELLOW, VERMILLION, PURPLE, GREY = "#F0E442", "#D55E00", "#CC79A7", "#BBBBBB"
+VERMILLION, PURPLE, GREY = "#D55E00", "#CC79A7", "#BBBBBB"
+TILE_GREY = "#EEEEEE"  # the background of a tile
 # Lanes of a warp: cividis, a ramp read the same with and without colour vision.
 LANE_MAP = plt.get_cmap("cividis")
 # The book's column is 676 px wide; at 100 dpi a figure 6.76 in wide fills it.
 WIDTH, DPI = 6.76, 100
-TEXT = 10  # points: the smallest size for sentences
-SMALL = 8  # points: numbers inside cells, the smallest size used at all
+TEXT = 10  # points: names of matrices and headings
+SMALL = 8  # points: numbers inside cells, the smallest size used at all (sentences: 9)
 
 
 # --- How a picture shows itself -----------------------------------------------------
@@ -102,10 +103,6 @@ def _box(ax, x, y, w, h, fc="none", ec="black", lw=1.0, **kw) -> Rectangle:
     return ax.add_patch(Rectangle((x, y), w, h, facecolor=fc, edgecolor=ec, lw=lw, **kw))
 
 
-def _cell_box(ax, x, y, colour, w=1, h=1, lw=0.3):
-    return _box(ax, x, y, w, h, fc=colour, ec="white", lw=lw)
-
-
 def _grid(ax, x, y, rows, cols, row_step, col_step, colour=GREY, lw=0.6):
     """Lines every row_step rows and col_step columns inside a rows x cols matrix."""
     for r in range(row_step, rows, row_step):
@@ -136,10 +133,10 @@ def _ink(colour) -> str:
     return "black" if 0.299 * r + 0.587 * g + 0.114 * b > 0.5 else "white"
 
 
-def _counts(where, x, y, title, lines, size=TEXT, transform=None):
+def _counts(where, x, y, title, lines, size=TEXT):
     """A block of per-thread counts at (x, y) of an Axes (data units) or a Figure
     (fractions): a bold heading, then one line per count."""
-    base = transform or (where.transData if isinstance(where, plt.Axes) else where.transFigure)
+    base = where.transData if isinstance(where, plt.Axes) else where.transFigure
     below = base + ScaledTranslation(0, -1.5 * size / 72, where.figure.dpi_scale_trans)
     kw = {"fontsize": size, "ha": "left", "va": "top"}
     where.text(x, y, title, transform=base, fontweight="bold", **kw)
@@ -237,7 +234,6 @@ GRID_BLOCKS = (3, 3)  # the example C: this many block rows and block columns
 NAIVE_K = 16  # the example K
 SHOWN_BLOCK = (1, 2)  # the block row and block column zoomed into
 SECTOR = 32  # bytes: global memory is read in sectors of 32 bytes
-TILE_GREY = "#EEEEEE"
 
 
 def _warp_cells(geometry: registry.Geometry, warp: int = 0):
@@ -302,8 +298,9 @@ def _one_thread_per_element(fig, step):
     _box(zx, cx, cy, TC, TR, fc=TILE_GREY, lw=1.5)
     _text(zx, ax_ - 0.6, ay + TR / 2, "A", ha="right")
     _text(zx, bx - 0.6, by + K / 2, "B", ha="right")
-    a_offsets = [r * K + k for r, _ in cells]
-    b_offsets = [k * N + c for _, c in cells]
+    row0, col0 = SHOWN_BLOCK[0] * TR, SHOWN_BLOCK[1] * TC  # the block's corner in C
+    a_offsets = [(row0 + r) * K + k for r, _ in cells]
+    b_offsets = [k * N + col0 + c for _, c in cells]
     for lane, (r, c) in enumerate(cells):
         colour = _lane_colour(lane)
         _box(zx, cx + c, cy + r, 1, 1, fc=colour, ec="none")

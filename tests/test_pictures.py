@@ -179,3 +179,18 @@ def test_warptiling_picture_numbers_each_lane_once_per_sub_tile():
         numbers = [t.get_text() for t in fig.axes[1].texts if t.get_text().isdigit()]
         pieces = wmiter * p["WNITER"]
         assert sorted(numbers) == sorted(str(lane) for lane in range(32) for _ in range(pieces))
+
+
+def test_a_picture_is_shown_once_by_the_notebook_cell_that_draws_it(monkeypatch):
+    """picture() shows its figure with plt.show(), as figures.py's functions do, and
+    returns it: the cell's result must not show it a second time, a later cell may."""
+    display = pytest.importorskip("IPython.display")
+    shown = []
+    monkeypatch.setattr(display, "display", shown.append)
+    monkeypatch.setattr(pictures, "_cell", lambda: 7)
+    fig = pictures.picture("05")
+    fig._ipython_display_()  # what IPython does with the result of cell 7
+    assert shown == []
+    monkeypatch.setattr(pictures, "_cell", lambda: 8)
+    fig._ipython_display_()
+    assert len(shown) == 1
