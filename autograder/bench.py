@@ -28,6 +28,16 @@ from .timing import Fingerprint, gflops, repeated_ms
 
 DATA_DIR = KERNEL_DIR.parent / "book" / "data"
 DEFAULT_SIZES = ("1024", "2048", "4096", "1001x777x513", "4095x4097x4093")
+# The published sweep (`bench --sweep`): how far one kernel goes beyond large squares.
+# Each class is where one tile shape runs short: too few tiles for the SMs (small,
+# skinny), too little K to amortise loading a tile (small K), long K loops, odd edges.
+SWEEP = {
+    "square": ("128", "256", "512", "1024", "2048", "4096", "8192"),
+    "skinny": ("128x4096x4096", "4096x128x4096", "256x8192x4096", "8192x256x4096"),
+    "small K": ("4096x4096x128", "8192x8192x256", "2000x3000x100"),
+    "large K": ("1024x1024x16384", "512x512x32768"),
+    "odd": ("333x777x129", "1001x777x513", "4095x4097x4093", "3001x2999x3003"),
+}
 
 
 @dataclass(frozen=True)
@@ -143,13 +153,50 @@ def table(rows: list[Row]) -> str:
     return "\n".join(lines)
 
 
+def sweep_sizes() -> list[str]:
+    return [size for sizes in SWEEP.values() for size in sizes]
+
+
+def sweep_table(rows: list[Row]) -> str:
+    """The sweep with shapes down and kernels across (% of cuBLAS), then each kernel's
+    geometric mean and minimum over the shapes it ran."""
+    kernels = list(dict.fromkeys(r.kernel for r in rows))
+    cell = {(r.kernel, (r.M, r.N, r.K)): r for r in rows}
+    width = max(16, *(len(k) + 2 for k in kernels))
+    lines = [
+        f"{rows[0].gpu}, CUDA {rows[0].cuda}, CuPy {rows[0].cupy}, {rows[0].date}",
+        f"{'% of cuBLAS':<10}{'shape':<18}" + "".join(f"{k:>{width}}" for k in kernels)
+        + f"{'cuBLAS GFLOP/s':>16}",
+    ]  # fmt: skip
+    for group, sizes in SWEEP.items():
+        for size in map(parse_size, sizes):
+            found = [cell.get((k, size)) for k in kernels]
+            if not any(found):
+                continue
+            cublas = next(c.cublas_gflops for c in found if c)
+            lines.append(
+                f"{group:<10}{'x'.join(map(str, size)):<18}"
+                + "".join(f"{f'{c.pct_cublas:.1f}' if c else '-':>{width}}" for c in found)
+                + f"{cublas:>16.0f}"
+            )
+    for label, summary in (("geomean", _geomean), ("minimum", min)):
+        values = [[r.pct_cublas for r in rows if r.kernel == k] for k in kernels]
+        lines.append(f"{label:<28}" + "".join(f"{summary(v):>{width}.1f}" for v in values))
+    return "\n".join(lines)
+
+
+def _geomean(values: list[float]) -> float:
+    return float(np.exp(np.mean(np.log(values))))
+
+
 def read_csv(path: Path) -> list[Row]:
     with Path(path).open(newline="") as f:
         return [Row(**{k: _ROW_TYPES[k](v) for k, v in d.items()}) for d in csv.DictReader(f)]
 
 
-def default_csv_path(rows: list[Row]) -> Path:
-    return DATA_DIR / f"bench_{gpu.slug(rows[0].gpu)}.csv"
+def default_csv_path(rows: list[Row], kind: str = "bench") -> Path:
+    """book/data/<kind>_<gpu>.csv: kind "bench" for the ladder, "sweep" for --sweep."""
+    return DATA_DIR / f"{kind}_{gpu.slug(rows[0].gpu)}.csv"
 
 
 def write_csv(rows: list[Row], path: Path) -> Path:

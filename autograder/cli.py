@@ -131,10 +131,18 @@ def _parser() -> argparse.ArgumentParser:
         help="N for NxNxN or MxNxK (default: 1024 2048 4096 1001x777x513 4095x4097x4093)",
     )
     b.add_argument(
+        "--sweep",
+        action="store_true",
+        help="time the published sweep of shapes (bench.SWEEP: square, skinny, small K, "
+        "large K, odd) instead of --sizes; by default for the last step of the ladder only; "
+        "prints each kernel's geometric mean and minimum %% of cuBLAS",
+    )
+    b.add_argument(
         "--csv",
         type=Path,
         metavar="F",
-        help="merge results into this CSV (default: book/data/bench_<gpu>.csv)",
+        help="merge results into this CSV (default: book/data/bench_<gpu>.csv, or "
+        "sweep_<gpu>.csv with --sweep)",
     )
     b.add_argument(
         "--plot", type=Path, metavar="F", help="also draw GFLOP/s against size to this PNG"

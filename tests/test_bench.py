@@ -72,3 +72,25 @@ def test_default_csv_is_named_after_the_gpu():
         [dataclasses.replace(row("07", (1,) * 3, 1.0), gpu="NVIDIA H100 80GB HBM3")]
     )
     assert path.name == "bench_h100_80gb_hbm3.csv" and path.parent == bench.DATA_DIR
+
+
+def test_the_sweep_covers_every_class_the_course_promises():
+    sizes = [bench.parse_size(s) for s in bench.sweep_sizes()]
+    assert len(set(sizes)) == len(sizes), "a shape twice"
+    squares = [M for M, N, K in sizes if M == N == K]
+    assert min(squares) == 128 and max(squares) == 8192
+    assert any(min(M, N) <= 256 and min(max(M, N), K) >= 4096 for M, N, K in sizes)  # skinny
+    assert any(K <= 256 for M, N, K in sizes)  # small K
+    assert any(K >= 8 * max(M, N) for M, N, K in sizes)  # large K
+    assert any(M % 2 and N % 2 and K % 2 for M, N, K in sizes)  # odd
+
+
+def test_the_sweep_table_shows_each_kernels_geometric_mean_and_minimum():
+    shapes = [bench.parse_size(s) for s in bench.sweep_sizes()[:3]]
+    rows = [row("a", s, g) for s, g in zip(shapes, (500.0, 800.0, 1000.0), strict=True)]
+    rows += [row("b", shapes[0], 1000.0)]
+    text = bench.sweep_table(rows)
+    geomean = (50 * 80 * 100) ** (1 / 3)
+    assert f"geomean{'':<21}{geomean:>16.1f}{100.0:>16.1f}" in text, text
+    assert f"minimum{'':<21}{50.0:>16.1f}{100.0:>16.1f}" in text, text
+    assert "square    128x128x128" in text and "-" in text  # b did not run 256
