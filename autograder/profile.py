@@ -17,14 +17,13 @@ from __future__ import annotations
 import csv
 import datetime
 import io
-import os
 import pickle
-import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import cuda_tools
 from .bench import DATA_DIR, parse_size
 from .checker import ALPHA
 from .kernel import KernelSpec
@@ -65,14 +64,7 @@ class ProfilerUnavailable(RuntimeError):
 
 def find() -> str | None:
     """The ncu executable: on PATH, or in the CUDA toolkit."""
-    found = shutil.which("ncu")
-    if found:
-        return found
-    for home in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
-        candidate = Path(home or "/nonexistent") / "bin" / "ncu"
-        if candidate.is_file() and os.access(candidate, os.X_OK):
-            return str(candidate)
-    return None
+    return cuda_tools.find("ncu")
 
 
 def ncu_version() -> str:
@@ -109,7 +101,7 @@ def profile(name: str, spec: KernelSpec, size: str, scratch: Path) -> Profile:
             text=True,
             timeout=TIMEOUT_S,
             check=False,
-            env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)},
+            env=cuda_tools.environment(),
         )
     except subprocess.TimeoutExpired:
         raise ProfilerUnavailable(f"ncu did not finish within {TIMEOUT_S:.0f} s") from None

@@ -27,15 +27,14 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
 import pickle
 import re
-import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import cuda_tools
 from .checker import ALPHA, BETA, Shape
 from .kernel import KernelSpec
 
@@ -47,14 +46,7 @@ _LOG_KEPT = 64 * 1024
 
 def find() -> str | None:
     """The compute-sanitizer executable: on PATH, or in the CUDA toolkit (Colab's too)."""
-    found = shutil.which("compute-sanitizer")
-    if found:
-        return found
-    for home in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
-        candidate = Path(home or "/nonexistent") / "bin" / "compute-sanitizer"
-        if candidate.is_file() and os.access(candidate, os.X_OK):
-            return str(candidate)
-    return None
+    return cuda_tools.find("compute-sanitizer")
 
 
 class SanitizerFailed(RuntimeError):
@@ -96,7 +88,7 @@ def sanitize(spec: KernelSpec, shape: Shape, scratch: Path, executable: str) -> 
                 stderr=subprocess.DEVNULL,
                 timeout=TIMEOUT_S,
                 cwd=work,
-                env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)},
+                env=cuda_tools.environment(),
             )
         except subprocess.TimeoutExpired:
             raise SanitizerFailed(
