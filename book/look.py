@@ -21,21 +21,21 @@ WIDTHS = {"desktop": (1280, 900), "phone": (390, 844)}
 
 # Elements wider than their box whose overflow is neither scrolled nor hidden.
 _OVERFLOWING = """() => {
-  const bad = [];
+  const over = [];
   for (const el of document.querySelectorAll('main *')) {
-    if (el.scrollWidth <= el.clientWidth + 1) continue;
-    const style = getComputedStyle(el);
-    if (['auto', 'scroll', 'hidden'].includes(style.overflowX)) continue;
+    if (el.scrollWidth <= el.clientWidth + 1 || el.getBoundingClientRect().width === 0) continue;
+    if (['auto', 'scroll', 'hidden'].includes(getComputedStyle(el).overflowX)) continue;
     if (el.closest('.MathJax, mjx-container, svg')) continue;
-    const box = el.getBoundingClientRect();
-    if (box.width === 0) continue;
-    bad.push(`${el.tagName.toLowerCase()}.${[...el.classList].join('.')} is ` +
-             `${el.scrollWidth}px wide in a ${el.clientWidth}px box`);
+    over.push(el);
   }
+  // The culprits: overflowing elements with no overflowing element inside them.
+  const bad = over.filter(el => !over.some(other => other !== el && el.contains(other)))
+    .map(el => `${el.tagName.toLowerCase()} (${el.scrollWidth}px in ${el.clientWidth}px): ` +
+                JSON.stringify((el.textContent || el.outerHTML).trim().slice(0, 60)));
   const page = document.documentElement;
   if (page.scrollWidth > page.clientWidth + 1)
     bad.push(`the page is ${page.scrollWidth}px wide on a ${page.clientWidth}px screen`);
-  return bad.slice(0, 5);
+  return bad.slice(0, 6);
 }"""
 
 
