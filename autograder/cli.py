@@ -376,15 +376,20 @@ def _bench(args) -> int:
     from . import bench
     from .kernel import KernelSpec
 
-    steps = [registry.step(s) for s in args.steps] or list(registry.STEPS)
-    sizes = args.sizes or bench.DEFAULT_SIZES
+    if args.sweep and args.sizes:
+        raise ValueError("give --sweep or --sizes, not both")
+    steps = [registry.step(s) for s in args.steps] or (
+        [registry.STEPS[-1]] if args.sweep else list(registry.STEPS)
+    )
+    sizes = bench.sweep_sizes() if args.sweep else args.sizes or bench.DEFAULT_SIZES
     for s in sizes:
         bench.parse_size(s)  # a typo is reported before anything runs
     specs = {s.name: KernelSpec.from_step(s) for s in steps}  # and a step with no kernel
     gpu.require("bench")
     rows = bench.bench(specs, sizes)
-    print(bench.table(rows))
-    path = bench.write_csv(rows, args.csv or bench.default_csv_path(rows))
+    print(bench.sweep_table(rows) if args.sweep else bench.table(rows))
+    kind = "sweep" if args.sweep else "bench"
+    path = bench.write_csv(rows, args.csv or bench.default_csv_path(rows, kind))
     print(f"results merged into {path}")
     if args.plot:
         print(f"plot written to {bench.plot(rows, args.plot)}")

@@ -116,3 +116,9 @@ def test_the_tolerance_comes_from_the_step_judged_not_the_file_name(tmp_path):
         tile=(128, 128),
     )  # fmt: skip
     assert by_name.input_roundoff > 0 and by_hand.input_roundoff == 0
+
+
+def test_bench_takes_the_sweep_or_sizes_not_both():
+    result = run("bench", "--sweep", "--sizes", "4096")
+    assert result.returncode == 2
+    assert "give --sweep or --sizes, not both" in result.stderr
