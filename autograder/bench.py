@@ -165,7 +165,7 @@ def sweep_table(rows: list[Row]) -> str:
     width = max(16, *(len(k) + 2 for k in kernels))
     lines = [
         f"{rows[0].gpu}, CUDA {rows[0].cuda}, CuPy {rows[0].cupy}, {rows[0].date}",
-        f"{'% of cuBLAS':<10}{'shape':<18}" + "".join(f"{k:>{width}}" for k in kernels)
+        f"{'% cuBLAS':<10}{'shape':<18}" + "".join(f"{k:>{width}}" for k in kernels)
         + f"{'cuBLAS GFLOP/s':>16}",
     ]  # fmt: skip
     for group, sizes in SWEEP.items():
