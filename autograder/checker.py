@@ -344,23 +344,27 @@ def case_events(
         yield CaseResult(shape, beta, True, max_error=max_error, seconds=seconds)
         return
 
-    message = _explain(xp, got, expected, bad, C0, beta, product, tolerance, before, after)
-    if note:
-        message += f"; {note}"
+    raced = False
     if bad.any():
         yield Started(label + " (again, to look for a race)", shape.flops)
         again_buf = run_once()[0]
         yield Ran(0.0)
         again = again_buf[pad : pad + M * N].reshape(M, N)
-        if bool(((again != got) & ~(xp.isnan(again) & xp.isnan(got))).any()):
-            message = (
-                "the result changes between two runs on the same input: threads race "
-                "(most often a missing __syncthreads()); " + message
-            )
+        raced = bool(((again != got) & ~(xp.isnan(again) & xp.isnan(got))).any())
+    message = _explain(
+        xp, got, expected, bad, C0, beta, product, tolerance, before, after, raced
+    )  # fmt: skip
+    if note:
+        message += f"; {note}"
+    if raced:
+        message = (
+            "the result changes between two runs on the same input: threads race "
+            "(most often a missing __syncthreads()); " + message
+        )
     yield CaseResult(shape, beta, False, message, max_error, seconds)
 
 
-def _explain(xp, got, expected, bad, C0, beta, product, tolerance, before, after) -> str:
+def _explain(xp, got, expected, bad, C0, beta, product, tolerance, before, after, raced) -> str:
     parts = []
     if before or after:
         where = []
@@ -375,7 +379,10 @@ def _explain(xp, got, expected, bad, C0, beta, product, tolerance, before, after
     if bool(bad.any()):
         unwritten = got == C0
         host_bad, host_unwritten = _host(bad), _host(unwritten & bad)
-        sentence = describe_mismatch(host_bad, host_unwritten)
+        # A race or a NaN read says what went wrong; a pattern of wrong elements is then
+        # where it showed, not a sign of a bad index formula.
+        read_nan = bool(xp.isnan(got).any())
+        sentence = describe_mismatch(host_bad, host_unwritten, index_hint=not (raced or read_nan))
         hint = _whole_formula_hint(xp, got, product, C0, beta, tolerance)
         if hint:
             sentence = hint

@@ -20,14 +20,16 @@ _PERIODS = (4, 8, 16, 32, 64, 128)
 _MAX_RUNS = 4
 
 
-def describe_mismatch(bad: np.ndarray, unwritten: np.ndarray) -> str:
+def describe_mismatch(bad: np.ndarray, unwritten: np.ndarray, index_hint: bool = True) -> str:
     """One sentence, in plain words for a beginner, saying WHERE the wrong elements are
     and, where the pattern suggests it, what to check.
 
     `bad` marks the wrong elements of C (M×N), `unwritten` the subset of them the
-    kernel never stored to. Requires `bad.any()` and `unwritten` ⊆ `bad`.
+    kernel never stored to. Requires `bad.any()` and `unwritten` ⊆ `bad`. index_hint:
+    False when the cause is known to be another (a race, a read of bad memory), so
+    that a repeating pattern is not blamed on the index formula.
     """
-    mask = _Mask.of(bad, unwritten)
+    mask = _Mask.of(bad, unwritten, index_hint)
     for pattern in _PATTERNS:
         sentence = pattern(mask)
         if sentence:
@@ -47,9 +49,10 @@ class _Mask:
     cols_all: np.ndarray  # columns wrong in every row
     rows_any: np.ndarray  # rows with at least one wrong element
     cols_any: np.ndarray  # columns with at least one wrong element
+    index_hint: bool  # whether a pattern may point at the index formula
 
     @classmethod
-    def of(cls, bad: np.ndarray, unwritten: np.ndarray) -> _Mask:
+    def of(cls, bad: np.ndarray, unwritten: np.ndarray, index_hint: bool = True) -> _Mask:
         return cls(
             rows=bad.shape[0],
             cols=bad.shape[1],
@@ -59,6 +62,7 @@ class _Mask:
             cols_all=bad.all(axis=0),
             rows_any=bad.any(axis=1),
             cols_any=bad.any(axis=0),
+            index_hint=index_hint,
         )
 
     @property
@@ -162,10 +166,8 @@ def _periodic(m: _Mask) -> str | None:
         if found:
             p, residues = found
             which = f"{_listing(noun, residues)} of each group of {p}"
-            return (
-                f"{m.noun()} repeat every {p} {noun}s ({which}): look at how the {noun} "
-                "index is built from blockIdx and threadIdx"
-            )
+            hint = f": look at how the {noun} index is built from blockIdx and threadIdx"
+            return f"{m.noun()} repeat every {p} {noun}s ({which})" + hint * m.index_hint
     return None
 
 

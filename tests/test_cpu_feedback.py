@@ -302,3 +302,10 @@ def test_on_a_gpu_too_a_kernel_off_the_contract_is_told_the_contract():
     spec = planted("01", "float beta, float* C)", "double beta, float* C)")
     with pytest.raises(CompileError, match="parameter 7 is double beta where the contract has"):
         judge.check(spec, shapes=SMALL[:1], backend="gpu")
+
+
+def test_a_race_is_not_blamed_on_the_index_formula():
+    report = check(RACES["missing second __syncthreads"], shapes=SMALL)
+    text = messages(report)
+    assert "threads race" in text, text
+    assert "look at how the" not in text, text
