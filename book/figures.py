@@ -1089,7 +1089,7 @@ def prediction(step_id: str, size=LARGEST) -> Markdown:
     ]
     return Markdown(
         "\n".join(lines) + f"\n\nAt {_size_label(size)}. *The model*: the chapter's "
-        "arithmetic, from the registry's tile parameters (`autograder/explorers.py`): bytes "
+        "arithmetic, from the registry's tile parameters (`book/figures.py`): bytes "
         "the block tile requests from global memory, floats each thread reads from shared "
         "memory per FMA, and what that allows if shared memory serves 32 floats per clock "
         "against 128 FMAs. *The compiler*: the main loop's instructions, compiled with "
