@@ -5,6 +5,7 @@ bench`), the registry, and the explorers' models. Nothing here is typed in.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -136,22 +137,33 @@ def step_result(step_id: str) -> Markdown:
     return Markdown(f"{text} {not_measured(names)}".strip())
 
 
+# Since Pascal, global memory is read and written in 32-byte sectors: a warp's
+# request costs as many sectors as the distinct 32-byte pieces its lanes touch.
+SECTOR_BYTES = 32
+
+
+def sectors(offsets) -> int:
+    """The 32-byte sectors that floats at these element offsets lie in."""
+    return len({o * 4 // SECTOR_BYTES for o in offsets})
+
+
 def warp_addresses(N: int = 777, K: int = 513):
-    """Which bytes of A, B and C one warp touches at one k, for both thread mappings."""
-    fig, axes = plt.subplots(2, 3, figsize=(10, 5), sharex=True)
+    """Which bytes of A, B and C one warp touches at one k, for both thread mappings,
+    and how many 32-byte sectors that is."""
+    fig, axes = plt.subplots(2, 3, figsize=(6.76, 4.2), sharex=True)
     for row, walk in enumerate(("rows", "columns")):
         for ax, access in zip(axes[row], explorers.warp_accesses(walk, N, K), strict=True):
-            ax.scatter(range(32), [o * 4 for o in access.offsets], s=10)
-            ax.set_title(
-                f"{access.matrix}, threads walk the {walk}: {access.segments} "
-                f"transaction{'s' * (access.segments != 1)}",
-                fontsize=9,
-            )
+            ax.scatter(range(32), [o * 4 for o in access.offsets], s=6)
+            n = sectors(access.offsets)
+            ax.set_title(f"{access.matrix}, lanes walk the {walk}:\n{n} sector{'s' * (n != 1)}",
+                         fontsize=8)  # fmt: skip
+            ax.tick_params(labelsize=7)
+            ax.yaxis.get_offset_text().set_fontsize(7)
     for ax in axes[1]:
-        ax.set_xlabel("lane of the warp")
+        ax.set_xlabel("lane of the warp", fontsize=8)
     for ax in axes[:, 0]:
-        ax.set_ylabel("byte address")
-    fig.suptitle(f"One warp of a 32×32 block at one step k (N = {N}, K = {K})")
+        ax.set_ylabel("byte address", fontsize=8)
+    fig.suptitle(f"One warp of a 32×32 block at one step k (N = {N}, K = {K})", fontsize=10)
     fig.tight_layout()
     plt.show()
 
@@ -184,6 +196,25 @@ def _fragment_reads(step: registry.Step, warp: int = 0) -> list[tuple[str, list[
     return reads
 
 
+def shared_passes(step_id: str) -> tuple[int, int, int, int]:
+    """For warp 0 at one k: the distinct floats of As and Bs it reads, its FMAs, the
+    float4 loads per thread, and the passes through the banks in the model of
+    warp_shared_reads."""
+    step = registry.step(step_id)
+    reads = _fragment_reads(step)
+    distinct = {(m, o + i) for m, offsets in reads for o in offsets for i in range(4)}
+    passes = 0
+    for _, offsets in reads:
+        for quarter in range(4):
+            words = {o + i for o in offsets[quarter * 8 : quarter * 8 + 8] for i in range(4)}
+            banks = [sum(w % 32 == b for w in words) for b in range(32)]
+            passes += max(banks)
+    # Per k, one FMA per accumulator of each of the warp's threads.
+    BM, BN = step.geometry.tile
+    fmas = 32 * BM * BN // step.geometry.threads
+    return len(distinct), fmas, len(reads), passes
+
+
 def warp_shared_reads(step_ids=("06", "07")) -> Markdown:
     """What one warp reads from shared memory for one k, and a model of what it costs:
     a 128-bit load is served a quarter-warp (8 lanes) at a time, each quarter in as many
@@ -195,18 +226,8 @@ def warp_shared_reads(step_ids=("06", "07")) -> Markdown:
     ]
     for step_id in step_ids:
         step = registry.step(step_id)
-        reads = _fragment_reads(step)
-        distinct = {(m, o + i) for m, offsets in reads for o in offsets for i in range(4)}
-        passes = 0
-        for _, offsets in reads:
-            for quarter in range(4):
-                words = {o + i for o in offsets[quarter * 8 : quarter * 8 + 8] for i in range(4)}
-                banks = [sum(w % 32 == b for w in words) for b in range(32)]
-                passes += max(banks)
-        # Per k, one FMA per accumulator of each of the warp's threads.
-        BM, BN = step.geometry.tile
-        fmas = 32 * BM * BN // step.geometry.threads
-        lines.append(f"| {step.name} | {len(distinct)} | {fmas} | {len(reads)} | {passes} |")
+        distinct, fmas, loads, passes = shared_passes(step_id)
+        lines.append(f"| {step.name} | {distinct} | {fmas} | {loads} | {passes} |")
     return Markdown(
         "\n".join(lines) + "\n\nComputed from each kernel's index arithmetic at the "
         "registry's parameters, for warp 0 at one k, as this page was built. The passes "
@@ -246,40 +267,97 @@ def tile_hierarchy(step_id: str = "07"):
     plt.show()
 
 
-def roofline(gpu_name: str = "H100 SXM"):
-    """Each step at its block tile's arithmetic intensity, under the GPU's two ceilings."""
+def roofline(gpu_name: str = "H100 SXM", size=LARGEST):
+    """Each step at the arithmetic intensity it measured (FLOPs per byte DRAM moved, from
+    the profile) and the GFLOP/s it measured (from the bench), under the GPU's two
+    ceilings; a hollow marker at the intensity of its block tile (FLOPs per byte it
+    requests from global memory) shows how much the caches saved."""
     spec = explorers.GPUS[gpu_name]
     peak = spec["fp32_tflops"] * 1e3
     bandwidth = spec["bandwidth_gbs"]
-    measured = {r.kernel: r.gflops for r in results() if (r.M, r.N, r.K) == LARGEST}
-    missing = not_measured([s.name for s in registry.STEPS])
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    xs = [2**e for e in range(-3, 8)]
+    fig, ax = plt.subplots(figsize=(6.76, 4.8))
+    xs = [2**e for e in range(-3, 11)]
     ax.plot(xs, [min(peak, bandwidth * x) for x in xs], color="black", label=f"{gpu_name} roof")
+    placed, steps = [], []
     for step in registry.STEPS:
-        if step.name not in measured:
-            continue
-        # Steps 01-02 read A and B straight from global memory: 2 floats per FMA.
-        intensity = (
-            0.25 if step.id in ("01", "02") else explorers.tile_costs(step.id).flops_per_global_byte
-        )
-        ax.scatter([intensity], [measured[step.name]], zorder=3)
-        ax.annotate(
-            step.name,
-            (intensity, measured[step.name]),
-            fontsize=8,
-            xytext=(4, -10),
-            textcoords="offset points",
-        )
+        g = bench_row(step.id, size).gflops
+        measured = measured_intensity(step.id, size)
+        requested = requested_intensity(step.id)
+        colour = plt.cm.tab10(registry.STEPS.index(step) % 10)
+        ax.plot([requested, measured], [g, g], color=colour, lw=0.6, alpha=0.5, ls=":")
+        ax.scatter([requested], [g], facecolors="none", edgecolors=[colour], s=24, zorder=3)
+        steps.append(ax.scatter([measured], [g], color=colour, s=36, zorder=4, label=step.name))
+        placed.append((measured, g, step.id))
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
-    ax.set_xlabel("FLOPs per byte requested from global memory (block tile)")
-    ax.set_ylabel("GFLOP/s at 4096³")
+    ax.set_xlim(xs[0], xs[-1])
+    ax.set_xlabel("arithmetic intensity (FLOP per byte)")
+    ax.set_ylabel(f"GFLOP/s at {_size_label(size)}")
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend()
+    kinds = [
+        ax.plot([], [], color="black")[0],
+        ax.scatter([], [], color="grey", s=36),
+        ax.scatter([], [], facecolors="none", edgecolors="grey", s=24),
+    ]
+    first = ax.legend(kinds, [f"{gpu_name} roof", "measured: FLOPs per DRAM byte (ncu)",
+                              "model: FLOPs per byte the block tile requests"],
+                      fontsize=7, loc="upper left")  # fmt: skip
+    ax.add_artist(first)
+    ax.legend(handles=steps, fontsize=7, ncol=4, loc="upper center",
+              bbox_to_anchor=(0.5, -0.16), frameon=False)  # fmt: skip
     fig.tight_layout()
+    place_labels(ax, placed)
     plt.show()
-    return Markdown(missing) if missing else None
+    p = profile_row("01", size)
+    return Markdown(
+        f"Filled: each step at {_size_label(size)}, its intensity from the DRAM bytes "
+        f"Nsight Compute counted ({p['gpu']}, {p['date']}, {p['versions']}) and its "
+        f"GFLOP/s from the bench ({provenance_short(size)}). Hollow: the same GFLOP/s at "
+        "the intensity the block tile requests from global memory (steps 01 and 02: two "
+        "floats per FMA). The roof is the datasheet's FP32 peak and bandwidth of the "
+        f"{gpu_name}. Data: `book/data/profile_*.csv`, `book/data/bench_*.csv`."
+    )
+
+
+def place_labels(ax, points, fontsize=8):
+    """Label each (x, y, text) of points beside its marker: at the first of a ring of
+    places around it where the label overlaps no label placed before it and no marker,
+    the farther places with a leader line. Returns the labels."""
+    fig = ax.figure
+    fig.canvas.draw()  # the axes' limits and transforms as they will be drawn
+    renderer = fig.canvas.get_renderer()
+    from matplotlib.transforms import Bbox
+
+    def disc(x, y, r=5):
+        cx, cy = ax.transData.transform((x, y))
+        return Bbox([[cx - r, cy - r], [cx + r, cy + r]])
+
+    markers = [disc(x, y) for x, y, _ in points]
+    taken = []
+    # (dx, dy) in points, with the alignment that keeps the label off its marker.
+    near = [(7, 0, "left", "center"), (-7, 0, "right", "center"), (5, 5, "left", "bottom"),
+            (5, -5, "left", "top"), (-5, 5, "right", "bottom"), (-5, -5, "right", "top"),
+            (0, 8, "center", "bottom"), (0, -8, "center", "top")]  # fmt: skip
+    far = [(dx * 3, dy * 3, ha, va) for dx, dy, ha, va in near]
+    labels = []
+    for x, y, text in sorted(points, key=lambda p: -p[1]):
+        for dx, dy, ha, va in near + far:
+            leader = {"arrowstyle": "-", "lw": 0.6, "color": "grey"} if (dx, dy) in [
+                (f[0], f[1]) for f in far] else None  # fmt: skip
+            label = ax.annotate(text, (x, y), xytext=(dx, dy), textcoords="offset points",
+                                fontsize=fontsize, ha=ha, va=va, arrowprops=leader)  # fmt: skip
+            box = label.get_window_extent(renderer)
+            if not any(box.overlaps(t) for t in taken + markers):
+                break
+            label.remove()
+        else:  # nowhere free: the first place
+            dx, dy, ha, va = near[0]
+            label = ax.annotate(text, (x, y), xytext=(dx, dy), textcoords="offset points",
+                                fontsize=fontsize, ha=ha, va=va)  # fmt: skip
+            box = label.get_window_extent(renderer)
+        taken.append(box)
+        labels.append(label)
+    return labels
 
 
 def step_plot(step_id: str):
@@ -646,3 +724,566 @@ def sass_ladder(arch: str = "sm_90") -> Markdown:
     from autograder import sass
 
     return Markdown(sass.ladder_markdown(arch))
+
+
+# ---- the measurements, one value at a time (for the chapters' sentences) ----
+
+
+def _size(size) -> tuple[int, int, int]:
+    """(M, N, K) from 4096, '4096', '4095x4097x4093' or a tuple."""
+    if isinstance(size, tuple):
+        return size
+    return bench.parse_size(str(size))
+
+
+def _size_key(size) -> str:
+    M, N, K = _size(size)
+    return f"{M}x{N}x{K}"
+
+
+def _size_label(size) -> str:
+    """'4096³' or '4095×4097×4093'."""
+    M, N, K = _size(size)
+    return f"{M}³" if M == N == K else f"{M}×{N}×{K}"
+
+
+def _kernel(step) -> str:
+    """A step's name ('05_blocktiling_2d') from its id, its name or the Step."""
+    return step.name if isinstance(step, registry.Step) else registry.step(step).name
+
+
+def bench_row(step, size=LARGEST) -> bench.Row:
+    """The committed bench measurement of a step at a size (the ladder's CSV, then the
+    bonus steps'); a KeyError says how to measure it where there is none."""
+    name, key = _kernel(step), _size(size)
+    for r in results() + beyond_results():
+        if r.kernel == name and (r.M, r.N, r.K) == key:
+            return r
+    raise KeyError(
+        f"no measurement of {name} at {_size_label(size)} in book/data/bench_*.csv or "
+        f"beyond_*.csv: `python -m autograder bench {name[:2]} --sizes {_size_key(size)}` "
+        "on a GPU adds it"
+    )
+
+
+def beyond_results() -> list[bench.Row]:
+    rows = []
+    for path in sorted(DATA.glob("beyond_*.csv")):
+        rows += bench.read_csv(path)
+    return rows
+
+
+def provenance_short(size=LARGEST) -> str:
+    r = bench_row("01", size)
+    return f"{r.gpu}, {r.date}, CUDA {r.cuda}, CuPy {r.cupy}"
+
+
+def profile_rows() -> dict[tuple[str, str], dict]:
+    """Every committed Nsight Compute profile (book/data/profile_*.csv, written by
+    `python -m autograder profile`), by (kernel, 'MxNxK')."""
+    import csv
+
+    rows = {}
+    for path in sorted(DATA.glob("profile_*.csv")):
+        with path.open(newline="") as f:
+            for r in csv.DictReader(f):
+                rows[(r["kernel"], r["size"])] = dict(r, file=path.name)
+    return rows
+
+
+def profile_row(step, size=LARGEST) -> dict:
+    """One step's profile at one size: its columns, numbers as floats, the top stalls
+    as [(reason, cycles per issued instruction)]. A KeyError says how to add it."""
+    name, key = _kernel(step), _size_key(size)
+    raw = profile_rows().get((name, key))
+    if raw is None:
+        raise KeyError(
+            f"no profile of {name} at {_size_label(size)} in book/data/profile_*.csv: "
+            f"`python -m autograder profile {name[:2]} --size {key}` on a GPU with Nsight "
+            "Compute adds it"
+        )
+    row = dict(raw)
+    for column, value in raw.items():
+        if column not in ("kernel", "size", "top_stalls", "gpu", "date", "versions", "file"):
+            row[column] = float(value) if value != "" else None
+    row["stalls"] = [
+        (reason, float(cycles))
+        for reason, cycles in (s.rsplit(" ", 1) for s in raw["top_stalls"].split("; ") if s)
+    ]
+    return row
+
+
+def dram_bytes(step, size=LARGEST) -> float:
+    """Bytes DRAM read and wrote while the step's kernel ran (ncu)."""
+    p = profile_row(step, size)
+    return (p["dram_read_mb"] + p["dram_write_mb"]) * 1e6
+
+
+def flops(size=LARGEST) -> int:
+    M, N, K = _size(size)
+    return 2 * M * N * K
+
+
+def measured_intensity(step, size=LARGEST) -> float:
+    """FLOPs per byte of DRAM traffic, as measured."""
+    return flops(size) / dram_bytes(step, size)
+
+
+def requested_intensity(step) -> float:
+    """FLOPs per byte the kernel requests from global memory: 2 floats per FMA for the
+    steps without tiles (01, 02), its block tile's for the others (the model)."""
+    step = registry.step(_kernel(step))
+    if not step.params:
+        return 2 / 8
+    return explorers.tile_costs(step.id).flops_per_global_byte
+
+
+def warp_ffmas(step, size=LARGEST) -> float:
+    """FFMA instructions the warps executed (ncu counts them per thread)."""
+    return profile_row(step, size)["ffma"] / 32
+
+
+def wavefronts_per_ffma(step, size=LARGEST) -> float:
+    """Shared-memory load wavefronts per warp-wide FFMA: an SM's shared memory serves one
+    wavefront (128 bytes) per clock while its 4 schedulers issue up to 4 FFMAs."""
+    return profile_row(step, size)["shared_load_wavefronts"] / warp_ffmas(step, size)
+
+
+def model_shared_floats(step) -> float:
+    """The chapters' model: floats each thread reads from shared memory per FMA, at the
+    registry's parameters. Per k a thread reads the A and B values of its thread tiles
+    (WMITER x TM of A and WNITER x TN of B where a warp tile repeats them) and does one
+    FMA per accumulator; steps 01 and 02 read no shared memory."""
+    step = registry.step(_kernel(step))
+    p = step.params
+    if not p:
+        return 0.0
+    if "BS" in p:
+        return 2.0
+    TM, TN = p["TM"], p.get("TN", 1)
+    wm_iter, wn_iter = 1, 1
+    if "WM" in p:
+        wn_iter = p["WNITER"]
+        wm_iter = p["WM"] * p["WN"] // (32 * TM * TN * wn_iter)
+    return (wm_iter * TM + wn_iter * TN) / (wm_iter * wn_iter * TM * TN)
+
+
+def shared_ceiling(reads_per_ffma: float) -> float | None:
+    """The share of FP32 peak that shared memory could feed, at one wavefront (32 floats)
+    per clock and 4 warp FFMAs (128 FMAs) per clock per SM; None where nothing is read
+    from shared memory. Above 1, shared memory is not the limit."""
+    if not reads_per_ffma:
+        return None
+    return 1 / (4 * reads_per_ffma)
+
+
+def _allows(reads_per_ffma: float) -> str:
+    cap = shared_ceiling(reads_per_ffma)
+    if cap is None:
+        return "no limit (no shared memory)"
+    return f"{cap:.1%} of FP32 peak" if cap < 1 else f"no limit ({cap:.0%} of FP32 peak)"
+
+
+def sass_per(step, kinds, per: str = "k", arch: str = "sm_90") -> float:
+    """Instructions of these classes in the step's main loop per value of k (per="k") or
+    per FFMA (per="FFMA"), from its SASS compiled as the page is built."""
+    from autograder import sass
+
+    e = sass.evidence(registry.step(_kernel(step)), arch)
+    kinds = (kinds,) if isinstance(kinds, str) else tuple(kinds)
+    if per == "k":
+        return sum(e.per_k(k) for k in kinds)
+    return e.per_math(kinds)
+
+
+def theoretical_occupancy(step, arch: str = "sm_90"):
+    """hardware.Occupancy of the step's kernel as this build compiles it."""
+    from autograder import sass
+
+    return sass.evidence(registry.step(_kernel(step)), arch).occupancy
+
+
+def blocks(step, size) -> int:
+    """Blocks in the step's grid at a size."""
+    M, N, _ = _size(size)
+    x, y = registry.step(_kernel(step)).geometry.grid(M, N)
+    return x * y
+
+
+def sms(gpu_name: str = "H100 SXM") -> int:
+    return explorers.GPUS[gpu_name]["sms"]
+
+
+class Text(str):
+    """A string that a glue role shows as it is (a str's repr has quotes)."""
+
+    def __repr__(self) -> str:
+        return str(self)
+
+
+def glue(**values) -> None:
+    """Name values for the page's {glue:text} roles: each sentence's numbers are
+    computed from the data here, not typed into the page."""
+    from myst_nb import glue as _glue
+
+    for name, value in values.items():
+        _glue(name, Text(value) if isinstance(value, str) else value, display=False)
+
+
+def missing_data() -> list[str]:
+    """What the book's evidence needs and the committed data lacks: a bench row of every
+    step of the ladder at every size the bench measured, and a profile row of every step
+    at 4096³. Empty when nothing is missing."""
+    problems = []
+    sizes = sorted({(r.M, r.N, r.K) for r in results()})
+    for step in registry.STEPS:
+        if step.name in NOT_YET_MEASURED:
+            continue
+        for size in sizes:
+            try:
+                bench_row(step.id, size)
+            except KeyError as e:
+                problems.append(str(e))
+        try:
+            profile_row(step.id, LARGEST)
+        except KeyError as e:
+            problems.append(str(e))
+    return problems
+
+
+# ---- the profiler's evidence, beside the previous step's ----
+
+
+def _pct(x) -> str:
+    return "" if x is None else f"{x:.0f}%" if x >= 10 else f"{x:.1f}%"
+
+
+def _duration(us: float) -> str:
+    return f"{us / 1e3:,.1f} ms" if us >= 1000 else f"{us:,.0f} µs"
+
+
+_PROFILE_ROWS = (
+    ("time of the profiled launch", lambda s, z, p: _duration(p["duration_us"])),
+    ("DRAM read + written", lambda s, z, p: f"{dram_bytes(s, z) / 1e6:,.0f} MB"),
+    ("FLOPs per DRAM byte", lambda s, z, p: f"{measured_intensity(s, z):,.0f}"),
+    ("L1 hit rate, global loads", lambda s, z, p: _pct(p["l1_hit_pct"])),
+    ("L2 hit rate, reads", lambda s, z, p: _pct(p["l2_hit_pct"])),
+    (
+        "shared-memory load wavefronts per warp FFMA",
+        lambda s, z, p: f"{wavefronts_per_ffma(s, z):.3g}" if p["shared_load_wavefronts"] else "—",
+    ),
+    (
+        "… of them bank conflicts",
+        lambda s, z, p: (
+            f"{p['shared_load_conflicts'] / p['shared_load_wavefronts']:.0%}"
+            if p["shared_load_wavefronts"]
+            else "—"
+        ),
+    ),
+    (
+        "shared-memory store bank conflicts",
+        lambda s, z, p: f"{p['shared_store_conflicts'] / 1e6:,.1f} M" if p["shared_load_wavefronts"] else "—",
+    ),
+    (
+        "occupancy: achieved / theoretical",
+        lambda s, z, p: f"{_pct(p['occupancy_achieved_pct'])} / {_pct(p['occupancy_theoretical_pct'])}",
+    ),
+    ("SM throughput (% of peak)", lambda s, z, p: _pct(p["sm_throughput_pct"])),
+    *(
+        (
+            f"stall reason {i + 1} (cycles per issued instruction)",
+            lambda s, z, p, i=i: f"`{p['stalls'][i][0]}` {p['stalls'][i][1]:.1f}"
+            if len(p["stalls"]) > i
+            else "",
+        )
+        for i in range(3)
+    ),
+)  # fmt: skip
+
+
+def profile_table(columns, note: str = "") -> Markdown:
+    """The profile of each (step, size) in columns, one column each, with where it was
+    measured and the commands that measure it again."""
+    profiles = [(s, z, profile_row(s, z)) for s, z in columns]
+    head = "| | " + " | ".join(f"{_kernel(s)[:2]} at {_size_label(z)}" for s, z, _ in profiles)
+    lines = [head + " |", "|---|" + "---:|" * len(profiles)]
+    for label, cell in _PROFILE_ROWS:
+        lines.append(f"| {label} | " + " | ".join(cell(s, z, p) for s, z, p in profiles) + " |")
+    by_size = {}
+    for s, z, _ in profiles:
+        by_size.setdefault(_size_key(z), []).append(_kernel(s)[:2])
+    commands = "; ".join(
+        f"`python -m autograder profile {' '.join(dict.fromkeys(ids))} --size "
+        f"{key.split('x')[0] if len(set(key.split('x'))) == 1 else key}`"
+        for key, ids in by_size.items()
+    )
+    first = profiles[0][2]
+    return Markdown(
+        "\n".join(lines) + f"\n\nNsight Compute, one launch of each kernel after a warm-up, "
+        f"clocks left as they were, on an {first['gpu']}, {first['date']} ({first['versions']}); "
+        f"{commands} measures it again (data: `book/data/{first['file']}`). A wavefront is one "
+        "pass of shared memory's 32 banks (128 bytes): an SM's shared memory serves one per "
+        "clock, while the SM can issue 4 warp-wide FFMAs per clock. A stall reason's cycles "
+        "are averaged over every instruction the warps issued. " + note
+    )
+
+
+def profile_compare(step_id: str, sizes=None) -> Markdown:
+    """A step's profile beside the step before it, at 4096³ and at every other size
+    where both were profiled."""
+    step = registry.step(step_id)
+    before = _before(step)
+    rows = profile_rows()
+    sizes = sizes or sorted(
+        {z for (k, z) in rows if k == step.name}, key=lambda z: -math.prod(_size(z))
+    )
+    columns = []
+    for z in sizes:
+        if before is not None and (before.name, _size_key(z)) in rows:
+            columns.append((before.id, z))
+        columns.append((step.id, z))
+    return profile_table(columns)
+
+
+# ---- prediction, then measurement ----
+
+
+def prediction(step_id: str, size=LARGEST) -> Markdown:
+    """What the chapter's model predicts for a step, what the compiler made of it, and
+    what the profiler and the bench measured, at one size."""
+    from autograder import sass
+
+    step = registry.step(step_id)
+    ev = sass.evidence(step, "sm_90")
+    floats = model_shared_floats(step)
+    requested = flops(size) / requested_intensity(step)
+    lds = ev.per_math(sass.SHARED_LOADS)
+    ldg = ev.per_math(sass.GLOBAL_LOADS)
+    p = profile_row(step, size)
+    r = bench_row(step, size)
+    w = wavefronts_per_ffma(step, size) if p["shared_load_wavefronts"] else 0.0
+    occ = ev.occupancy
+    lines = [
+        "| | the model | the compiler (SASS, sm_90) | measured (H100) |",
+        "|---|---|---|---|",
+        (
+            f"| global memory | {requested / 1e9:,.1f} GB requested | {ldg:.3g} global loads "
+            f"per FFMA | {dram_bytes(step, size) / 1e9:,.2f} GB from DRAM, L2 hit "
+            f"{_pct(p['l2_hit_pct'])} |"
+        ),
+        (
+            f"| shared-memory reads | {floats:.3g} floats per FMA | {lds:.3g} load "
+            f"instructions per FFMA | {w:.3g} wavefronts per warp FFMA |"
+            if floats
+            else "| shared-memory reads | none | none | none |"
+        ),
+        (
+            f"| what shared memory allows | {_allows(floats)} | | {_allows(w)}; reached: "
+            f"{r.pct_peak:.1f}% of FP32 peak |"
+        ),
+        (
+            f"| occupancy | | {occ.warps}/{occ.max_warps} warps ({occ.fraction:.0%}), limited "
+            f"by {' and '.join(occ.limited_by)} | {_pct(p['occupancy_achieved_pct'])} "
+            f"achieved of {_pct(p['occupancy_theoretical_pct'])} |"
+        ),
+    ]
+    return Markdown(
+        "\n".join(lines) + f"\n\nAt {_size_label(size)}. *The model*: the chapter's "
+        "arithmetic, from the registry's tile parameters (`book/figures.py`): bytes "
+        "the block tile requests from global memory, floats each thread reads from shared "
+        "memory per FMA, and what that allows if shared memory serves 32 floats per clock "
+        "against 128 FMAs. *The compiler*: the main loop's instructions, compiled with "
+        f"{ev.compiler} as this page was built. *Measured*: Nsight Compute and the bench "
+        f"({p['gpu']}, {p['date']}); *what shared memory allows* there uses the measured "
+        "wavefronts (one per clock, against 4 warp FFMAs)."
+    )
+
+
+def speedup_by_size(step_a: str, step_b: str) -> Markdown:
+    """GFLOP/s of step_b over step_a at every size both were measured at."""
+    a, b = _kernel(step_a), _kernel(step_b)
+    rows = {(r.kernel, (r.M, r.N, r.K)): r for r in results()}
+    sizes = sorted({z for k, z in rows if k == a and (b, z) in rows}, key=math.prod)
+    lines = [f"| size | {a} | {b} | {b[:2]} / {a[:2]} |", "|---|---:|---:|---:|"]
+    for z in sizes:
+        ra, rb = rows[(a, z)], rows[(b, z)]
+        lines.append(
+            f"| {_size_label(z)} | {ra.gflops:,.0f} | {rb.gflops:,.0f} | "
+            f"{rb.gflops / ra.gflops:.1f}× |"
+        )
+    return Markdown("\n".join(lines) + f"\n\nGFLOP/s. {provenance(results())}")
+
+
+def naive_by_stride() -> Markdown:
+    """Step 01 at every measured size, with the distance in bytes between the A
+    elements that neighbouring lanes of a warp read (K floats)."""
+    name = _kernel("01")
+    rows = sorted((r for r in results() if r.kernel == name), key=lambda r: (r.K & (r.K - 1), r.K))
+    lines = [
+        "| size | K | lanes' A reads apart | a power of two? | GFLOP/s |",
+        "|---|---:|---:|---|---:|",
+    ]
+    for r in rows:
+        stride = 4 * r.K
+        two = stride & (stride - 1) == 0
+        lines.append(
+            f"| {_size_label((r.M, r.N, r.K))} | {r.K} | {stride:,} B | "
+            f"{'yes' if two else 'no'} | {r.gflops:,.0f} |"
+        )
+    return Markdown("\n".join(lines) + f"\n\n{provenance(results())}")
+
+
+def grid_fill(step_ids, sizes, gpu_name: str = "H100 SXM") -> Markdown:
+    """Blocks per grid against the GPU's SMs, with the theoretical and achieved
+    occupancy where profiled: how much of the GPU a small problem can keep busy."""
+    n = sms(gpu_name)
+    lines = [
+        (
+            "| step | block tile | size | blocks | SMs with a block | blocks per SM (at most) "
+            "| occupancy: theoretical, achieved | GFLOP/s |"
+        ),
+        "|---|---|---|---:|---:|---:|---|---:|",
+    ]
+    for step_id in step_ids:
+        step = registry.step(step_id)
+        occ = theoretical_occupancy(step)
+        for z in sizes:
+            count = blocks(step, z)
+            try:
+                p = profile_row(step, z)
+                achieved = _pct(p["occupancy_achieved_pct"])
+            except KeyError:
+                achieved = "not profiled"
+            lines.append(
+                f"| {step.name} | {step.geometry.tile[0]}×{step.geometry.tile[1]} | "
+                f"{_size_label(z)} | {count} | {min(count, n)} of {n} | {occ.blocks} | "
+                f"{occ.fraction:.0%}, {achieved} | {bench_row(step, z).gflops:,.0f} |"
+            )
+    return Markdown(
+        "\n".join(lines) + f"\n\nBlocks: the grid the registry launches. SMs: an {gpu_name} "
+        f"has {n}. Theoretical occupancy from this build's compile (`autograder/hardware.py`); "
+        f"achieved from Nsight Compute, averaged over the cycles an SM was active. "
+        f"{provenance(results())}"
+    )
+
+
+# ---- the accuracy of TF32: book/data/tf32_accuracy_<gpu>.txt ----
+
+
+def tf32_errors(gpu: str = TUNED_ON) -> dict[str, tuple[float, float]]:
+    """(max e, median e) of each result in the committed accuracy run, by its name."""
+    import re
+
+    text = (DATA / f"tf32_accuracy_{gpu}.txt").read_text()
+    found = {}
+    for line in text.splitlines():
+        m = re.match(r"(.+?)\s+(\d\.\d+e-\d+)\s+(\d\.\d+e-\d+)\s", line)
+        if m:
+            found[m.group(1).strip()] = (float(m.group(2)), float(m.group(3)))
+    return found
+
+
+# ---- the landing page ----
+
+
+def ladder_end(size=LARGEST) -> Markdown:
+    """Where the ladder ends: its last step's measurement at 4096³, from the data."""
+    last = [s for s in registry.STEPS if s.name not in NOT_YET_MEASURED][-1]
+    first = registry.STEPS[0]
+    r, r0 = bench_row(last.id, size), bench_row(first.id, size)
+    return Markdown(
+        f"**Where the ladder ends.** Step {last.id} ({last.title.lower()}) measured "
+        f"{r.gflops:,.0f} GFLOP/s at {_size_label(size)}: **{r.pct_cublas:.1f}% of cuBLAS** "
+        f"({r.cublas_gflops:,.0f} GFLOP/s, strict FP32, in the same run) and "
+        f"{r.pct_peak:.1f}% of the GPU's FP32 peak, {r.gflops / r0.gflops:,.0f} times step "
+        f"{first.id}. Measured on an {r.gpu}, {r.date} (`book/data/bench_*.csv`)."
+    )
+
+
+def glue_occupancy(prefix: str, step, arch: str = "sm_90") -> None:
+    """Glue a step's theoretical occupancy as this build compiles it: {prefix}_regs,
+    _blocks, _threads, _warps, _max_warps and _pct."""
+    occ = theoretical_occupancy(step, arch)
+    glue(**{
+        f"{prefix}_regs": occ.registers, f"{prefix}_blocks": occ.blocks,
+        f"{prefix}_threads": occ.threads, f"{prefix}_warps": occ.warps,
+        f"{prefix}_max_warps": occ.max_warps, f"{prefix}_pct": 100 * occ.fraction,
+    })  # fmt: skip
+
+
+def tune_row(step_id: str, **params) -> dict:
+    """The committed tuning search's row of a step at the registry's parameters changed
+    by params (book/data/tune_<step>_<gpu>.csv); a KeyError where it was not searched."""
+    wanted = {**registry.step(step_id).params, **params}
+    for r in tune_rows(step_id):
+        if r["params"] == wanted:
+            return r
+    raise KeyError(f"no configuration {wanted} in the committed search of step {step_id}")
+
+
+def loop_versions(versions) -> Markdown:
+    """Main loops side by side: for each (label, step id, parameter changes, measured row or
+    None), the instructions per k of its SASS (sm_90, compiled as the page is built), its
+    registers, and what was measured at 4096³ with where."""
+    from autograder import sass
+
+    kinds = ("FFMA", "LDS.128", "LDG", "LDG.128", "STS", "STS.128", "BAR", "other")
+    lines = [
+        "| kernel | BK | " + " | ".join(f"{k} per k" for k in kinds)
+        + " | registers | GFLOP/s at 4096³ |",
+        "|---|---:|" + "---:|" * len(kinds) + "---:|---:|",
+    ]  # fmt: skip
+    for label, step_id, change, measured in versions:
+        step = registry.step(step_id).with_params(**change)
+        e = sass.evidence(step, "sm_90")
+        cells = " | ".join(
+            (f"{e.per_k(k):.3g}" + ("\\*" if e.loop.skippable[k] else "")) if e.loop.counts[k] else ""
+            for k in kinds
+        )  # fmt: skip
+        lines.append(
+            f"| {label} | {step.params['BK']} | {cells} | {e.resources.registers} | {measured} |"
+        )
+    return Markdown(
+        "\n".join(lines) + "\n\nInstructions per value of k in each main loop, compiled with "
+        f"{sass.evidence(registry.step(versions[0][1]), 'sm_90').compiler} for sm_90 as this "
+        "page was built. \\* Some of these sit behind a branch (the scalar fallback of the "
+        "float4 loads) and do not run where the rows are aligned, as at 4096³."
+    )
+
+
+def beyond_row(step, size=LARGEST) -> bench.Row:
+    """A step's row in the bonus kernels' run (book/data/beyond_*.csv), which timed 08,
+    09, 10 and cuBLAS together."""
+    name, key = _kernel(step), _size(size)
+    for r in beyond_results():
+        if r.kernel == name and (r.M, r.N, r.K) == key:
+            return r
+    raise KeyError(f"no row of {name} at {_size_label(size)} in book/data/beyond_*.csv")
+
+
+def compile_report(step_id: str, changes: list[dict], arch: str = "sm_80") -> None:
+    """Compile the step's kernel with each change of its parameters with NVRTC for arch,
+    as the page is built, and print what ptxas reports: registers and shared memory, or
+    why it refused."""
+    from autograder import compiler
+
+    for change in changes:
+        step = registry.step(step_id).with_params(**change)
+        try:
+            r = compiler.compile_for_arch(
+                step.source(), [step.name_expression], arch, step.path.name
+            ).resources[step.name_expression]
+            said = f"{r.registers} registers, {r.shared_bytes:,} bytes of static shared memory"
+        except Exception as e:  # noqa: BLE001 -- whatever failed, its message says why
+            import re
+
+            errors = [line.strip() for line in str(e).splitlines() if "error" in line]
+            said = "does not compile: " + (errors[-1] if errors else str(e).splitlines()[0])
+            m = re.search(r"too much shared data \((0x[0-9a-f]+) bytes, (0x[0-9a-f]+) max\)", said)
+            if m:
+                used, most = (int(x, 16) for x in m.groups())
+                said = (f"does not compile: ptxas says it uses too much shared data, "
+                        f"{used:,} bytes where {most:,} is the most")  # fmt: skip
+        print(f"{step.name_expression} on {arch}: {said}")
+    print(f"(NVRTC {compiler.nvrtc_version()}; a block may declare at most 48 KB = 49,152 "
+          "bytes of static shared memory)")  # fmt: skip

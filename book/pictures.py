@@ -404,7 +404,7 @@ def _smem_tiling(fig, step):
             "",
             "global loads: 1 of A, 1 of B",
             "shared stores: 2",
-            f"shared reads: {2 * BS}",
+            f"shared reads (floats): {2 * BS}",
             f"FMAs: {BS}",
             "__syncthreads(): 2",
         ],
@@ -532,21 +532,23 @@ def _register_blocking(fig, step):
     # Above As, left of Bs: the counts.
     loads = TM + 1 if one_d else TM + TN
     fmas = TM * TN
+    # Floats read, not instructions: the compiler reads several per LDS.128, and
+    # each chapter's SASS table counts the instructions.
     if one_d:
         lines = [
-            "1 load of Bs → b,",
-            f"{TM} loads of As,",
+            "1 float of Bs → b,",
+            f"{TM} floats of As,",
             f"{fmas} FMAs, all with b:",
-            f"{loads / fmas:.2f} loads per FMA",
+            f"{loads / fmas:.2f} floats per FMA",
             "(step 03: 2)",
         ]
     else:
         before = registry.step("blocktiling_1d").params["TM"]
         lines = [
-            f"{TM} loads of As → regM,",
-            f"{TN} loads of Bs → regN,",
+            f"{TM} floats of As → regM,",
+            f"{TN} floats of Bs → regN,",
             f"{TM}×{TN} = {fmas} FMAs:",
-            f"{loads / fmas:.2f} loads per FMA",
+            f"{loads / fmas:.2f} floats per FMA",
             f"(step 04: {(before + 1) / before:.2f})",
         ]
     lines += [

@@ -1,0 +1,177 @@
+"""The book's evidence: every chapter shows its step's picture, the compiler's
+instruction mix (kernel chapters) and the profiler's counters beside the previous
+step's (steps 02-08); the data behind them is committed; and what the reader sees
+of the kernels carries no build-machine paths and no [docs:] anchors. All on the
+CPU: the figures draw from committed data and compile with NVRTC."""
+
+import re
+import sys
+from pathlib import Path
+
+import matplotlib
+import matplotlib.pyplot as plt
+import pytest
+
+from autograder import registry
+
+matplotlib.use("Agg")
+ROOT = Path(__file__).resolve().parent.parent
+BOOK = ROOT / "book"
+sys.path.insert(0, str(BOOK))
+sys.path.insert(0, str(BOOK / "_ext"))
+import figures
+import kernel_code
+
+
+def chapter(step: registry.Step) -> str:
+    path = BOOK / f"{step.name}.md"
+    assert path.exists(), f"step {step.id} has no chapter {path.relative_to(ROOT)}"
+    return path.read_text()
+
+
+@pytest.fixture(autouse=True)
+def _no_window(monkeypatch):
+    monkeypatch.setattr(plt, "show", lambda: None)
+    yield
+    plt.close("all")
+
+
+@pytest.mark.parametrize("step", registry.ALL_STEPS, ids=lambda s: s.name)
+def test_every_chapter_shows_the_picture_of_its_step(step):
+    assert f'pictures.picture("{step.id}")' in chapter(step), (
+        f"book/{step.name}.md does not show its picture: add a cell with "
+        f'`pictures.picture("{step.id}")` where the idea is explained'
+    )
+
+
+@pytest.mark.parametrize("step", registry.KERNELS, ids=lambda s: s.name)
+def test_every_kernel_chapter_shows_the_compilers_instruction_mix(step):
+    assert f'figures.sass_mix("{step.id}")' in chapter(step), (
+        f"book/{step.name}.md has no 'in numbers' evidence from the SASS: add "
+        f'`figures.sass_mix("{step.id}")` and reason from its counts'
+    )
+
+
+@pytest.mark.parametrize("step", registry.STEPS[1:], ids=lambda s: s.name)
+def test_every_optimisation_chapter_shows_its_profile_beside_the_previous_steps(step):
+    text = chapter(step)
+    assert f'figures.profile_compare("{step.id}")' in text, (
+        f"book/{step.name}.md does not show the profiler's evidence: add "
+        f'`figures.profile_compare("{step.id}")`'
+    )
+    assert f'figures.prediction("{step.id}")' in text, (
+        f"book/{step.name}.md shows no prediction against measurement: add "
+        f'`figures.prediction("{step.id}")`'
+    )
+
+
+def test_every_step_has_the_bench_and_profile_rows_its_figures_need():
+    missing = figures.missing_data()
+    assert not missing, "the book's evidence lacks data:\n" + "\n".join(missing)
+
+
+def test_a_step_without_a_profile_at_4096_is_reported_with_the_command_that_adds_it(
+    monkeypatch,
+):
+    rows = figures.profile_rows()
+    monkeypatch.setattr(
+        figures,
+        "profile_rows",
+        lambda: {k: v for k, v in rows.items() if k != ("06_vectorized", "4096x4096x4096")},
+    )
+    missing = figures.missing_data()
+    assert len(missing) == 1 and "06_vectorized" in missing[0], missing
+    assert "python -m autograder profile 06 --size 4096x4096x4096" in missing[0]
+
+
+def test_a_step_without_a_bench_row_is_reported(monkeypatch):
+    rows = figures.results()
+    monkeypatch.setattr(
+        figures,
+        "results",
+        lambda: [r for r in rows if not (r.kernel == "04_blocktiling_1d" and r.M == 1024)],
+    )
+    missing = figures.missing_data()
+    assert any("04_blocktiling_1d at 1024³" in m for m in missing), missing
+
+
+@pytest.mark.parametrize("step", registry.STEPS[1:], ids=lambda s: s.name)
+def test_a_profile_table_says_where_and_how_it_was_measured(step):
+    table = figures.profile_compare(step.id).data
+    before = registry.STEPS[registry.STEPS.index(step) - 1]
+    row = figures.profile_row(step.id)
+    assert f"{before.id} at 4096³" in table and f"{step.id} at 4096³" in table
+    for fact in (row["gpu"], row["date"], row["versions"], "python -m autograder profile"):
+        assert fact in table, f"the profile table of {step.name} does not say {fact!r}"
+    for metric in ("DRAM", "L1 hit", "L2 hit", "bank conflicts", "occupancy", "stall reason"):
+        assert metric in table, f"the profile table of {step.name} has no {metric!r} row"
+
+
+def test_the_roofline_places_steps_by_measured_dram_bytes_with_labels_apart():
+    figures.roofline()
+    ax = plt.gcf().axes[0]
+    renderer = plt.gcf().canvas.get_renderer()
+    labels = [t for t in ax.texts if t.get_text() in {s.id for s in registry.STEPS}]
+    assert sorted(t.get_text() for t in labels) == sorted(s.id for s in registry.STEPS)
+    boxes = [(t.get_text(), t.get_window_extent(renderer)) for t in labels]
+    for i, (a, box_a) in enumerate(boxes):
+        for b, box_b in boxes[i + 1 :]:
+            assert not box_a.overlaps(box_b), f"the labels of {a} and {b} overlap"
+    for step in registry.STEPS:
+        x = figures.flops() / figures.dram_bytes(step.id)
+        label = next(t for t in labels if t.get_text() == step.id)
+        assert label.xy[0] == pytest.approx(x), f"{step.name} is not at its measured intensity"
+
+
+# ---- what the reader sees of the kernels (book/_ext/kernel_code.py) ----
+
+KERNEL_FILES = sorted((ROOT / "kernels").glob("*.cu")) + sorted((ROOT / "kernels").glob("*.py"))
+
+
+@pytest.mark.parametrize("path", KERNEL_FILES, ids=lambda p: p.name)
+def test_no_excerpt_or_whole_file_shows_a_docs_anchor(path):
+    text = path.read_text()
+    anchors = set(re.findall(r"\[docs:([\w-]+?)(?:-end)?\]", text))
+    assert anchors or path.suffix == ".py", f"{path.name} has no anchors to test"
+    comment = "#" if path.suffix == ".py" else "//"
+    config = type("Config", (), {"source_encoding": "utf-8"})()
+    excerpts = [{}] + [
+        {"start-after": f"{comment} [docs:{a}]", "end-before": f"{comment} [docs:{a}-end]"}
+        for a in anchors
+    ]
+    for options in excerpts:
+        shown, _ = kernel_code.Reader(str(path), dict(options), config).read()
+        assert "[docs:" not in shown, f"{path.name} {options or 'whole'} shows an anchor"
+        assert shown.strip(), f"{path.name} {options} shows nothing"
+
+
+@pytest.mark.parametrize(
+    "old, new", list(zip(registry.STEPS, registry.STEPS[1:])), ids=lambda s: s.name
+)
+def test_a_diff_between_neighbouring_kernels_shows_code_under_relative_names(old, new):
+    config = type("Config", (), {"source_encoding": "utf-8"})()
+    reader = kernel_code.Reader(str(new.path), {"diff": str(old.path)}, config)
+    diff, _ = reader.read()
+    head = diff.splitlines()[:2]
+    assert head == [f"--- kernels/{old.path.name}", f"+++ kernels/{new.path.name}"], head
+    assert str(ROOT) not in diff
+    changed = [line[1:] for line in diff.splitlines()[2:] if line[:1] in "+-"]
+    comments = [line for line in changed if re.search(r"//|/\*", line)]
+    assert not comments, f"the diff {old.id} -> {new.id} shows comments: {comments[:3]}"
+    assert changed, f"no code changed between {old.name} and {new.name}?"
+
+
+def test_comments_are_cut_but_strings_kept():
+    lines = [
+        "int a = 1;  // a trailing comment\n",
+        "// a whole-line comment\n",
+        "/* a block\n",
+        "   comment */ int b = 2;\n",
+        'static_assert(true, "a // not a comment");\n',
+        "\n",
+    ]
+    assert kernel_code.code_only(lines) == [
+        "int a = 1;\n",
+        " int b = 2;\n",
+        'static_assert(true, "a // not a comment");\n',
+    ]
