@@ -10,7 +10,9 @@ from dataclasses import dataclass
 
 from . import hardware, registry
 
-SEGMENT_BYTES = 128  # one memory transaction serves 128 consecutive bytes
+# Since Pascal, global loads are served in 32-byte sectors: a warp reading 32
+# consecutive floats needs 4, one reading 32 scattered floats needs 32.
+SECTOR_BYTES = 32
 # NVIDIA's datasheet figures, for orientation: autograder/hardware.py's table.
 GPUS = hardware.GPUS
 
@@ -19,7 +21,7 @@ GPUS = hardware.GPUS
 class WarpAccess:
     matrix: str
     offsets: tuple[int, ...]  # element offsets the 32 lanes touch, lane by lane
-    segments: int  # distinct 128-byte segments: memory transactions for the warp
+    sectors: int  # distinct 32-byte sectors the warp's request needs
 
 
 def warp_accesses(threads_walk: str, N: int, K: int, warp: int = 0, k: int = 0):
@@ -39,8 +41,8 @@ def warp_accesses(threads_walk: str, N: int, K: int, warp: int = 0, k: int = 0):
         ("B", [k * N + c for c in cols]),
         ("C", [r * N + c for r, c in zip(rows, cols, strict=True)]),
     ):
-        segments = len({o * 4 // SEGMENT_BYTES for o in offsets})
-        accesses.append(WarpAccess(matrix, tuple(offsets), segments))
+        sectors = len({o * 4 // SECTOR_BYTES for o in offsets})
+        accesses.append(WarpAccess(matrix, tuple(offsets), sectors))
     return accesses
 
 
@@ -100,9 +102,14 @@ def tile_costs(step_id: str, **params: int) -> TileCosts:
         registers_floor=True,
     )
     accumulators = BM * BN // max(threads, 1)
-    # Per k, a thread loads TM values of A and TN of B to do TM x TN FMAs (2 loads per
+    # Per k, a thread reads TM values of A and TN of B for each of its sub-tiles
+    # (WMITER x WNITER of them in a warp tile) to do TM x TN FMAs each (2 floats per
     # FMA for one element per thread); steps without tiles read global memory only.
-    loads_per_fma = (TM + TN) / (TM * TN) if step.params else 0.0
+    a_tiles, b_tiles = 1, p.get("WNITER", 1)
+    if "WM" in p:
+        a_tiles = max(1, p["WM"] * p["WN"] // (32 * TM * TN * b_tiles))  # 0: a rejected set
+    fmas = a_tiles * b_tiles * TM * TN
+    loads_per_fma = (a_tiles * TM + b_tiles * TN) / fmas if step.params else 0.0
     intensity = 2 * BM * BN * BK / ((BM + BN) * BK * 4)
     warnings = []
     if accumulators > 128:
@@ -147,8 +154,7 @@ def warp_explorer():
         for ax, access in zip(axes, warp_accesses(threads_walk, N, K, warp), strict=True):
             ax.scatter(range(32), [o * 4 for o in access.offsets], s=12)
             ax.set_title(
-                f"{access.matrix}: {access.segments} transaction"
-                f"{'s' * (access.segments != 1)} of 128 B"
+                f"{access.matrix}: {access.sectors} sector{'s' * (access.sectors != 1)} of 32 B"
             )
             ax.set_xlabel("lane")
         axes[0].set_ylabel("byte address")

@@ -137,16 +137,6 @@ def step_result(step_id: str) -> Markdown:
     return Markdown(f"{text} {not_measured(names)}".strip())
 
 
-# Since Pascal, global memory is read and written in 32-byte sectors: a warp's
-# request costs as many sectors as the distinct 32-byte pieces its lanes touch.
-SECTOR_BYTES = 32
-
-
-def sectors(offsets) -> int:
-    """The 32-byte sectors that floats at these element offsets lie in."""
-    return len({o * 4 // SECTOR_BYTES for o in offsets})
-
-
 def warp_addresses(N: int = 777, K: int = 513):
     """Which bytes of A, B and C one warp touches at one k, for both thread mappings,
     and how many 32-byte sectors that is."""
@@ -154,7 +144,7 @@ def warp_addresses(N: int = 777, K: int = 513):
     for row, walk in enumerate(("rows", "columns")):
         for ax, access in zip(axes[row], explorers.warp_accesses(walk, N, K), strict=True):
             ax.scatter(range(32), [o * 4 for o in access.offsets], s=6)
-            n = sectors(access.offsets)
+            n = access.sectors
             ax.set_title(f"{access.matrix}, lanes walk the {walk}:\n{n} sector{'s' * (n != 1)}",
                          fontsize=8)  # fmt: skip
             ax.tick_params(labelsize=7)
@@ -982,11 +972,15 @@ _PROFILE_ROWS = (
     ),
     (
         "shared-memory store bank conflicts",
-        lambda s, z, p: f"{p['shared_store_conflicts'] / 1e6:,.1f} M" if p["shared_load_wavefronts"] else "—",
+        lambda s, z, p: (
+            f"{p['shared_store_conflicts'] / 1e6:,.1f} M" if p["shared_load_wavefronts"] else "—"
+        ),
     ),
     (
         "occupancy: achieved / theoretical",
-        lambda s, z, p: f"{_pct(p['occupancy_achieved_pct'])} / {_pct(p['occupancy_theoretical_pct'])}",
+        lambda s, z, p: (
+            f"{_pct(p['occupancy_achieved_pct'])} / {_pct(p['occupancy_theoretical_pct'])}"
+        ),
     ),
     ("SM throughput (% of peak)", lambda s, z, p: _pct(p["sm_throughput_pct"])),
     *(
@@ -1237,7 +1231,9 @@ def loop_versions(versions) -> Markdown:
         step = registry.step(step_id).with_params(**change)
         e = sass.evidence(step, "sm_90")
         cells = " | ".join(
-            (f"{e.per_k(k):.3g}" + ("\\*" if e.loop.skippable[k] else "")) if e.loop.counts[k] else ""
+            (f"{e.per_k(k):.3g}" + ("\\*" if e.loop.skippable[k] else ""))
+            if e.loop.counts[k]
+            else ""
             for k in kinds
         )  # fmt: skip
         lines.append(

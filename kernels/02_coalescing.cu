@@ -4,8 +4,8 @@
 //
 // The only change from step 01: threadIdx.x now walks the COLUMNS of C.
 // The 32 threads of a warp share one row, so they read the same A[row][k]
-// (one broadcast) and 32 neighbouring floats of B and C: one 128-byte
-// transaction per warp instead of 32.
+// (one broadcast) and 32 neighbouring floats of B and C: four 32-byte sectors
+// per warp instead of 32.
 
 // [docs:kernel]
 extern "C" __global__ void sgemm_coalescing(int M, int N, int K, float alpha,

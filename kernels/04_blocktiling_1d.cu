@@ -3,10 +3,11 @@
 //
 // C = alpha * A * B + beta * C, row-major: A is M x K, B is K x N, C is M x N.
 //
-// In step 03 every multiply-add needed two shared-memory loads. Here a thread
-// loads one value of Bs into a register and reuses it for TM multiply-adds
-// down a column, so shared-memory traffic per FMA drops from 2 loads to about
-// 1 + 1/TM. The block covers a BM x BN tile of C with (BM / TM) * BN threads
+// In step 03 every multiply-add read two floats of shared memory. Here a thread
+// reads one value of Bs into a register and reuses it for TM multiply-adds
+// down a column, so the floats read from shared memory per FMA drop from 2 to
+// 1 + 1/TM (the compiler reads A's TM values along k four at a time, so the
+// load instructions fall further: `python -m autograder sass 04`). The block covers a BM x BN tile of C with (BM / TM) * BN threads
 // and walks K in slices of BK.
 
 // [docs:kernel]

@@ -4,8 +4,8 @@
 //
 // Step 04 reused one value of B for TM multiply-adds. Now a thread also keeps
 // TN values of B in registers: for every k it loads TM values of As and TN of
-// Bs and does TM * TN multiply-adds with them (an outer product), so shared-
-// memory loads per FMA fall from about 1 + 1/TM to 1/TN + 1/TM. The block
+// Bs and does TM * TN multiply-adds with them (an outer product), so the floats
+// read from shared memory per FMA fall from 1 + 1/TM to 1/TN + 1/TM. The block
 // covers BM x BN of C with (BM / TM) * (BN / TN) threads.
 
 // [docs:kernel]
@@ -53,7 +53,7 @@ sgemm_blocktiling_2d(int M, int N, int K, float alpha, const float* A,
     // [docs:inner]
 #pragma unroll
     for (int k = 0; k < BK; ++k) {
-      // TM + TN shared-memory loads ...
+      // TM + TN floats read from shared memory ...
 #pragma unroll
       for (int m = 0; m < TM; ++m) regM[m] = As[threadRow * TM + m][k];
 #pragma unroll

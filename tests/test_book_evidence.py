@@ -19,8 +19,8 @@ ROOT = Path(__file__).resolve().parent.parent
 BOOK = ROOT / "book"
 sys.path.insert(0, str(BOOK))
 sys.path.insert(0, str(BOOK / "_ext"))
-import figures
-import kernel_code
+import figures  # noqa: E402
+import kernel_code  # noqa: E402
 
 
 def chapter(step: registry.Step) -> str:

@@ -7,16 +7,21 @@ import pytest
 from autograder import explorers, registry, tune
 
 
-def test_a_warp_walking_rows_needs_32_transactions_and_one_walking_columns_needs_one():
-    rows = {a.matrix: a.segments for a in explorers.warp_accesses("rows", N=1024, K=1024)}
-    columns = {a.matrix: a.segments for a in explorers.warp_accesses("columns", N=1024, K=1024)}
+def test_a_warp_walking_rows_needs_32_sectors_and_one_walking_columns_needs_four():
+    rows = {a.matrix: a.sectors for a in explorers.warp_accesses("rows", N=1024, K=1024)}
+    columns = {a.matrix: a.sectors for a in explorers.warp_accesses("columns", N=1024, K=1024)}
     assert rows == {"A": 32, "B": 1, "C": 32}
-    assert columns == {"A": 1, "B": 1, "C": 1}
+    assert columns == {"A": 1, "B": 4, "C": 4}
 
 
-def test_an_odd_row_length_can_split_a_warps_row_over_two_segments():
-    columns = {a.matrix: a.segments for a in explorers.warp_accesses("columns", 777, 513, warp=1)}
-    assert columns["C"] == 2  # row 1 of C starts 777 floats in: not on a 128-byte boundary
+def test_an_odd_row_length_can_split_a_warps_row_over_five_sectors():
+    columns = {a.matrix: a.sectors for a in explorers.warp_accesses("columns", 777, 513, warp=1)}
+    assert columns["C"] == 5  # row 1 of C starts 777 floats in: not on a 32-byte boundary
+
+
+def test_a_warp_tile_reads_as_few_floats_per_fma_as_its_thread_tiles_say():
+    # Step 08: per k, 1 x 8 values of A and 2 x 4 of B for 1 x 2 sub-tiles of 8 x 4 FMAs.
+    assert explorers.tile_costs("08").shared_loads_per_fma == 0.25
 
 
 def test_tile_costs_of_the_registered_parameters_fit_a_t4():
