@@ -10,8 +10,8 @@ a GPU, compute-sanitizer does:
 
 - the kernel runs once, at one small odd shape, in a separate process started
   under compute-sanitizer, compiled with -lineinfo so that each report names
-  the learner's line: first under memcheck, then (for a kernel with shared
-  memory) under racecheck;
+  the learner's line: under memcheck and (for a kernel with shared memory)
+  under racecheck, the two processes side by side;
 - CuPy's memory pool is off, so each matrix is its own allocation, which
   memcheck bounds exactly, and `--padding` puts unallocated memory after
   each, so that a read a few rows past A is reported rather than landing in B;
@@ -59,55 +59,67 @@ def tools_for(spec: KernelSpec) -> tuple[str, ...]:
 
 
 def sanitize(spec: KernelSpec, shape: Shape, scratch: Path, executable: str) -> str:
-    """Run spec once at `shape` under each of its tools (tools_for); what the first tool
-    to find something found, in the CPU backend's words, or "" when none did. Raises
-    SanitizerFailed when the sanitizer itself could not run the kernel."""
-    work = Path(scratch)
-    (work / "job.pickle").write_bytes(pickle.dumps((spec, shape)))
-    for tool in tools_for(spec):
-        log, placed = work / f"{tool}.log", work / "placed.json"
-        placed.unlink(missing_ok=True)
-        command = [
-            executable,
-            f"--tool={tool}",
-            f"--print-limit={PRINT_LIMIT}",
-            "--show-backtrace=no",
-            f"--log-file={log}",
-            *([f"--padding={PADDING_BYTES}"] if tool == "memcheck" else []),
-            sys.executable,
-            "-m",
-            "autograder.sanitizer",
-            str(work),
-        ]
-        try:
-            subprocess.run(
-                command,
-                check=False,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,  # the kernel's printf: the cases have shown it
-                stderr=subprocess.DEVNULL,
-                timeout=TIMEOUT_S,
-                cwd=work,
-                env=cuda_tools.environment(),
-            )
-        except subprocess.TimeoutExpired:
-            raise SanitizerFailed(
-                f"compute-sanitizer's {tool} did not finish within {TIMEOUT_S:.0f} s"
-            ) from None
-        text = log.read_text(errors="replace")[:_LOG_KEPT] if log.exists() else ""
-        if not placed.exists():
-            raise SanitizerFailed(
-                f"compute-sanitizer's {tool} did not run the kernel: {_tail(text)}"
-            )
-        matrices = json.loads(placed.read_text())
-        found = (
-            explain(parse(text), matrices, spec.filename, errors(text))
-            if tool == "memcheck"
-            else explain_races(parse_races(text), spec.filename)
-        )
+    """Run spec once at `shape` under each of its tools (tools_for), side by side; what
+    the first tool in that order found, in the CPU backend's words, or "" when none did.
+    Raises SanitizerFailed when the sanitizer itself could not run the kernel."""
+    runs = {
+        tool: _start(tool, spec, shape, Path(scratch) / tool, executable)
+        for tool in tools_for(spec)
+    }
+    try:
+        for tool, process in runs.items():
+            try:
+                process.wait(timeout=TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                raise SanitizerFailed(
+                    f"compute-sanitizer's {tool} did not finish within {TIMEOUT_S:.0f} s"
+                ) from None
+    finally:
+        for process in runs.values():
+            process.kill()
+            process.wait()
+    for tool in runs:
+        found = _found(tool, Path(scratch) / tool, spec.filename)
         if found:
             return found
     return ""
+
+
+def _start(tool: str, spec: KernelSpec, shape: Shape, work: Path, executable: str):
+    """compute-sanitizer's `tool` around one launch of spec at shape, in its own directory."""
+    work.mkdir()
+    (work / "job.pickle").write_bytes(pickle.dumps((spec, shape)))
+    command = [
+        executable,
+        f"--tool={tool}",
+        f"--print-limit={PRINT_LIMIT}",
+        "--show-backtrace=no",
+        f"--log-file={work / 'log.txt'}",
+        *([f"--padding={PADDING_BYTES}"] if tool == "memcheck" else []),
+        sys.executable,
+        "-m",
+        "autograder.sanitizer",
+        str(work),
+    ]
+    return subprocess.Popen(
+        command,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,  # the kernel's printf: the cases have shown it
+        stderr=subprocess.DEVNULL,
+        cwd=work,
+        env=cuda_tools.environment(),
+    )
+
+
+def _found(tool: str, work: Path, filename: str) -> str:
+    """What `tool`'s log in work says, in words; "" for nothing."""
+    log, placed = work / "log.txt", work / "placed.json"
+    text = log.read_text(errors="replace")[:_LOG_KEPT] if log.exists() else ""
+    if not placed.exists():
+        raise SanitizerFailed(f"compute-sanitizer's {tool} did not run the kernel: {_tail(text)}")
+    if tool == "memcheck":
+        return explain(parse(text), json.loads(placed.read_text()), filename, errors(text))
+    return explain_races(parse_races(text), filename)
 
 
 def _tail(text: str) -> str:
