@@ -192,7 +192,7 @@ class Report:
             mark = "ok  " if c.ok else "FAIL"
             detail = f"error {c.max_error:.2g} of tolerance" if c.ok else c.message
             lines.append(f"  {mark} {c.label:<26} {detail}")
-        lines += [f"  not run: {s}" for s in self.skipped]
+        lines += [f"  skip {s}" for s in self.skipped]
         lines += [f"  note: {n}" for n in self.notes]
         if self.error:
             lines.append(f"  FAIL {self.error}")
@@ -225,7 +225,7 @@ class Report:
         extra = "".join(
             f"<p>{escape(text)}</p>"
             for text in [
-                *(f"not run: {s}" for s in self.skipped),
+                *(str(s) for s in self.skipped),
                 *(f"note: {n}" for n in self.notes),
                 *([f"FAIL {self.error}"] * bool(self.error)),
             ]

@@ -212,3 +212,4 @@ def test_a_shape_the_kernel_was_too_slow_for_fails_its_suite_and_one_never_run_i
     evaluation = verdicts.Evaluation(report, {"odd": problem})
     assert "4095x4097x4093 not run: too large" in evaluation.not_run("odd")
     assert "1 of 1 cases run correct; 1001x777x513 not run" in report.verdict
+    assert "\n  skip 4095x4097x4093 not run: too large" in str(report)
