@@ -310,6 +310,8 @@ def _check_bounds(job: Job, report: Report, scratch) -> None:
     except sanitizer.SanitizerFailed as e:
         report.bounds = f"NOT CHECKED: {e}"
         return
+    except sanitizer.SanitizerTimedOut as e:
+        found = str(e)
     tools = " and ".join(sanitizer.tools_for(job.spec))
     how = f"exact-size buffers, compute-sanitizer {tools}"
     report.bounds = f"{EXACT_SIZE} run again on {how}"

@@ -53,6 +53,11 @@ class SanitizerFailed(RuntimeError):
     """compute-sanitizer could not run here (not the kernel's fault); str() says why."""
 
 
+class SanitizerTimedOut(RuntimeError):
+    """The kernel ran its cases, yet not one launch under compute-sanitizer: the kernel's
+    doing, since the launch had begun (the target writes placed.json just before it)."""
+
+
 def tools_for(spec: KernelSpec) -> tuple[str, ...]:
     """memcheck always; racecheck for a kernel with shared memory, the only kind it can race on."""
     return ("memcheck", "racecheck") if "__shared__" in spec.source else ("memcheck",)
@@ -71,8 +76,15 @@ def sanitize(spec: KernelSpec, shape: Shape, scratch: Path, executable: str) -> 
             try:
                 process.wait(timeout=TIMEOUT_S)
             except subprocess.TimeoutExpired:
-                raise SanitizerFailed(
-                    f"compute-sanitizer's {tool} did not finish within {TIMEOUT_S:.0f} s"
+                if not (Path(scratch) / tool / "placed.json").exists():  # not launched yet
+                    raise SanitizerFailed(
+                        f"compute-sanitizer's {tool} did not start the kernel within "
+                        f"{TIMEOUT_S:.0f} s"
+                    ) from None
+                raise SanitizerTimedOut(
+                    f"under compute-sanitizer's {tool} the kernel did not finish one launch at "
+                    f"{shape} within {TIMEOUT_S:.0f} s, though it ran the cases without it: "
+                    "a kernel that behaves differently when it is checked fails the check"
                 ) from None
     finally:
         for process in runs.values():

@@ -128,3 +128,22 @@ def test_nan_from_unwritten_shared_memory_on_a_gpu_is_not_blamed_on_bounds():
     report = judge.check(HALF_A_TILE, shapes=SMALL, backend="gpu")
     assert not report.ok, str(report)
     assert all(checker.NAN_FROM_OUTSIDE not in c.message for c in report.cases), str(report)
+
+
+@pytest.mark.gpu
+def test_a_kernel_that_does_not_finish_under_the_sanitizer_fails_the_check(monkeypatch):
+    if sanitizer.find() is None:
+        pytest.skip("compute-sanitizer is not installed")
+    # Stands in for a kernel that spins once it sees it is checked: the launch began
+    # (the target wrote where A, B and C lie) and did not end in time.
+    real_wait = sanitizer.subprocess.Popen.wait
+
+    def slow(process, timeout=None):
+        real_wait(process)
+        if timeout is not None:  # the wait with a limit, not the one after kill()
+            raise sanitizer.subprocess.TimeoutExpired(process.args, timeout)
+
+    monkeypatch.setattr(sanitizer.subprocess.Popen, "wait", slow)
+    report = judge.check(KernelSpec.from_step(registry.step("05")), shapes=(EXACT_SIZE,))
+    assert not report.ok
+    assert "a kernel that behaves differently when it is checked fails" in str(report)
