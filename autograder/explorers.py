@@ -74,6 +74,20 @@ def _shared_bytes(step: registry.Step, p: dict) -> int:
     return 0
 
 
+def shared_floats_per_fma(p: dict) -> float:
+    """The course's model: floats each thread reads from shared memory per FMA. Per k
+    a thread reads TM values of A and TN of B for each of its thread tiles (WMITER x
+    WNITER of them in a warp tile) and does TM x TN FMAs with each; one element per
+    thread (step 03) reads 2 floats per FMA; steps without tiles read none."""
+    if not p:
+        return 0.0
+    TM, TN = p.get("TM", 1), p.get("TN", 1)
+    a_tiles, b_tiles = 1, p.get("WNITER", 1)
+    if "WM" in p:
+        a_tiles = max(1, registry.warp_m_iterations(p))  # 0: a set the rules reject
+    return (a_tiles * TM + b_tiles * TN) / (a_tiles * b_tiles * TM * TN)
+
+
 def tile_costs(step_id: str, **params: int) -> TileCosts:
     """What a choice of tile parameters costs for a step of the ladder, and whether the
     step's kernel accepts it at all: the registry's rules decide, as the tuner's do."""
@@ -90,7 +104,6 @@ def tile_costs(step_id: str, **params: int) -> TileCosts:
     threads = geometry.threads
     BM, BN = geometry.tile
     BK = p.get("BK", p.get("BS", 32))
-    TM, TN = p.get("TM", 1), p.get("TN", 1)
     shared = _shared_bytes(step, p)
     floor = step.tuning.registers(p) if step.tuning else None
     limits = hardware.launch_problems(
@@ -102,14 +115,7 @@ def tile_costs(step_id: str, **params: int) -> TileCosts:
         registers_floor=True,
     )
     accumulators = BM * BN // max(threads, 1)
-    # Per k, a thread reads TM values of A and TN of B for each of its sub-tiles
-    # (WMITER x WNITER of them in a warp tile) to do TM x TN FMAs each (2 floats per
-    # FMA for one element per thread); steps without tiles read global memory only.
-    a_tiles, b_tiles = 1, p.get("WNITER", 1)
-    if "WM" in p:
-        a_tiles = max(1, p["WM"] * p["WN"] // (32 * TM * TN * b_tiles))  # 0: a rejected set
-    fmas = a_tiles * b_tiles * TM * TN
-    loads_per_fma = (a_tiles * TM + b_tiles * TN) / fmas if step.params else 0.0
+    loads_per_fma = shared_floats_per_fma(p)
     intensity = 2 * BM * BN * BK / ((BM + BN) * BK * 4)
     warnings = []
     if accumulators > 128:

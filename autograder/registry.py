@@ -210,6 +210,12 @@ def _tiles_2d_rules(p: Mapping[str, int], width: int = 1) -> list[str]:
     return bad or _same_share(p, _thread_tiles(p).threads, width)
 
 
+def warp_m_iterations(p: Mapping[str, int]) -> int:
+    """WMITER, as kernels/07 and 08 derive it: how many TM-row sub-tiles each thread
+    covers down its warp tile, given WNITER across (0 for a warp tile too small)."""
+    return p["WM"] * p["WN"] // (32 * p["TM"] * p["TN"] * p["WNITER"])
+
+
 def _warp_tile_rules(p: Mapping[str, int]) -> list[str]:
     """The static_asserts of kernels/07_warptiling.cu and 08_pipelining.cu (the
     same in both), and their WMITER, WSUBM, WSUBN."""
@@ -218,7 +224,7 @@ def _warp_tile_rules(p: Mapping[str, int]) -> list[str]:
     if bad:
         return bad
     per_warp = 32 * p["TM"] * p["TN"] * p["WNITER"]
-    wmiter = p["WM"] * p["WN"] // per_warp
+    wmiter = warp_m_iterations(p)
     tiles = f"{p['TM']}x{p['TN']}"
     if p["WM"] * p["WN"] % per_warp or wmiter < 1 or p["WM"] % wmiter:
         per_thread = f"{p['WNITER']} (WNITER) x a whole number (WMITER) of {tiles} tiles"

@@ -170,7 +170,7 @@ def _fragment_reads(step: registry.Step, warp: int = 0) -> list[tuple[str, list[
         cols = [[t % (BN // TN) * TN] for t in lanes]
     else:  # 07, 08: the warp's corner, then the lane's place in each sub-tile
         WM, WN, WNITER = p["WM"], p["WN"], p["WNITER"]
-        WMITER = WM * WN // (32 * TM * TN * WNITER)
+        WMITER = registry.warp_m_iterations(p)
         WSUBM, WSUBN = WM // WMITER, WN // WNITER
         corner_m, corner_n = warp // (BN // WN) * WM, warp % (BN // WN) * WN
         per_row = WSUBN // TN
@@ -230,7 +230,7 @@ def tile_hierarchy(step_id: str = "07"):
     p = registry.step(step_id).params
     BM, BN, WM, WN, TM, TN = (p[k] for k in ("BM", "BN", "WM", "WN", "TM", "TN"))
     WNITER = p["WNITER"]
-    WMITER = (WM * WN) // (32 * TM * TN * WNITER)
+    WMITER = registry.warp_m_iterations(p)
     WSUBM, WSUBN = WM // WMITER, WN // WNITER
     fig, ax = plt.subplots(figsize=(5.5, 5.5))
     ax.add_patch(plt.Rectangle((0, 0), BN, BM, fill=False, lw=2))
@@ -845,17 +845,7 @@ def model_shared_floats(step) -> float:
     (WMITER x TM of A and WNITER x TN of B where a warp tile repeats them) and does one
     FMA per accumulator; steps 01 and 02 read no shared memory."""
     step = registry.step(_kernel(step))
-    p = step.params
-    if not p:
-        return 0.0
-    if "BS" in p:
-        return 2.0
-    TM, TN = p["TM"], p.get("TN", 1)
-    wm_iter, wn_iter = 1, 1
-    if "WM" in p:
-        wn_iter = p["WNITER"]
-        wm_iter = p["WM"] * p["WN"] // (32 * TM * TN * wn_iter)
-    return (wm_iter * TM + wn_iter * TN) / (wm_iter * wn_iter * TM * TN)
+    return explorers.shared_floats_per_fma(step.params)
 
 
 def shared_ceiling(reads_per_ffma: float) -> float | None:

@@ -644,7 +644,7 @@ def _vectorized(fig, step):
 
 def _warp_shape(p):
     """WMITER, WSUBM, WSUBN as the kernels derive them (kernels/07_warptiling.cu)."""
-    WMITER = p["WM"] * p["WN"] // (32 * p["TM"] * p["TN"] * p["WNITER"])
+    WMITER = registry.warp_m_iterations(p)
     return WMITER, p["WM"] // WMITER, p["WN"] // p["WNITER"]
 
 
