@@ -395,13 +395,13 @@ STEPS: tuple[Step, ...] = tuple(s for s in LADDER if s.is_cuda)
 def _tensor_core_tiles(p: Mapping[str, int]) -> Geometry:
     """_warp_tiles, with STAGES slices of A and B in dynamic shared memory:
     rows of BK + 4 floats for A and BN + 8 for B, padded as
-    kernels/10_tensor_core_tf32.cu explains."""
+    kernels/11_tensor_core_tf32.cu explains."""
     floats = p["STAGES"] * (p["BM"] * (p["BK"] + 4) + p["BK"] * (p["BN"] + 8))
     return replace(_warp_tiles(p), shared_bytes=4 * floats)
 
 
 # TF32 keeps 10 of FP32's 23 mantissa bits: rounding an input to the nearest
-# TF32 value (cvt.rna, as kernels/10 does) moves it by at most u = 2^-11 of
+# TF32 value (cvt.rna, as kernels/11 does) moves it by at most u = 2^-11 of
 # itself. A product of two rounded inputs is then off by at most
 # (1 + u)^2 - 1 = 2u + u^2 of |a b|, term by term, so the whole sum is off by
 # at most (2u + u^2) |A||B| from the inputs alone: a bound, not an estimate,
@@ -417,7 +417,7 @@ TF32_INPUT_ROUNDOFF = 2.0**-11
 # checks and times them by name.
 BEYOND: tuple[Step, ...] = (
     Step(
-        "09",
+        "10",
         "cp_async",
         "Asynchronous copies",
         "sgemm_cp_async",
@@ -426,7 +426,7 @@ BEYOND: tuple[Step, ...] = (
         min_arch="sm_80",
     ),
     Step(
-        "10",
+        "11",
         "tensor_core_tf32",
         "Tensor cores (TF32)",
         "sgemm_tf32",

@@ -111,7 +111,7 @@ def beyond() -> Markdown:
     return Markdown(
         f"Measured by `python -m autograder bench {steps}` on an {first.gpu}, {first.date}, "
         f"CUDA {first.cuda}, CuPy {first.cupy}; cuBLAS is strict FP32 (TF32 off), timed in "
-        'the same run (data: `book/data/beyond_*.csv`). For 10, the "% FP32 peak" passes '
+        'the same run (data: `book/data/beyond_*.csv`). For 11, the "% FP32 peak" passes '
         "100%: tensor cores are not FP32 lanes."
     )
 
@@ -1239,7 +1239,7 @@ def loop_versions(versions) -> Markdown:
 
 def beyond_row(step, size=LARGEST) -> bench.Row:
     """A step's row in the bonus kernels' run (book/data/beyond_*.csv), which timed 08,
-    09, 10 and cuBLAS together."""
+    10, 11 and cuBLAS together."""
     name, key = _kernel(step), _size(size)
     for r in beyond_results():
         if r.kernel == name and (r.M, r.N, r.K) == key:

@@ -639,7 +639,7 @@ def _vectorized(fig, step):
     _counts(fig, 0.72, 0.84, "Each thread,\neach BK slice", ["", *lines], size=SMALL + 1)
 
 
-# --- Steps 07 to 09: warp tiles -----------------------------------------------------
+# --- Steps 07, 08 and 10: warp tiles ------------------------------------------------
 
 
 def _warp_shape(p):
@@ -821,14 +821,14 @@ def _cp_async(fig, step):
     )
 
 
-# --- Step 10: tensor cores ----------------------------------------------------------
+# --- Step 11: tensor cores ----------------------------------------------------------
 
-MMA_M, MMA_N, MMA_K = 16, 8, 8  # the shape of one mma.sync (kernels/10_tensor_core_tf32.cu)
+MMA_M, MMA_N, MMA_K = 16, 8, 8  # the shape of one mma.sync (kernels/11_tensor_core_tf32.cu)
 
 
 def _mma_lane(matrix: str, r: int, c: int) -> int:
     """The lane that holds element (r, c) of an m16n8k8 tile (the PTX manual's
-    layout, quoted in kernels/10_tensor_core_tf32.cu): g = lane / 4, q = lane % 4."""
+    layout, quoted in kernels/11_tensor_core_tf32.cu): g = lane / 4, q = lane % 4."""
     if matrix == "A":  # A[g][q], A[g + 8][q], A[g][q + 4], A[g + 8][q + 4]
         return 4 * (r % 8) + c % 4
     if matrix == "B":  # B[q][g], B[q + 4][g]

@@ -1,6 +1,6 @@
-"""How far from the exact product are TF32 results? Measured for book/10_tensor_core_tf32.md.
+"""How far from the exact product are TF32 results? Measured for book/11_tensor_core_tf32.md.
 
-10's kernel, cuBLAS in TF32 and in strict FP32, 08's kernel, and the exact
+11's kernel, cuBLAS in TF32 and in strict FP32, 08's kernel, and the exact
 product of TF32-rounded inputs, each against a float64 reference at 4096^3,
 with each error relative to (|A||B|)_ij, the scale of the checker's tolerance.
 Needs a GPU of compute capability 8.0 or later and CuPy; run from the
@@ -57,7 +57,7 @@ results = {
     "strict FP32: cuBLAS": cublas(DEFAULT),
     "strict FP32: 08_pipelining": kernel(registry.step("08")),
     "TF32: cuBLAS (FAST_TF32)": cublas(TF32),
-    "TF32: 10_tensor_core_tf32": kernel(registry.step("10")),
+    "TF32: 11_tensor_core_tf32": kernel(registry.step("11")),
     "TF32-rounded inputs, exact sum": tf32(A).astype(cupy.float64) @ tf32(B).astype(cupy.float64),
 }
 info = gpu.device_info()
@@ -88,6 +88,6 @@ for name, C in results.items():
         f"  {name:<32} max e = {e / fp32_tol:8.3f} of the FP32 tolerance, "
         f"{e / tf32_tol:6.3f} of the TF32 one"
     )
-d = cupy.abs(results["TF32: 10_tensor_core_tf32"] - results["TF32: cuBLAS (FAST_TF32)"])
+d = cupy.abs(results["TF32: 11_tensor_core_tf32"] - results["TF32: cuBLAS (FAST_TF32)"])
 d = d.astype(cupy.float64) / scale
-print(f"10 vs cuBLAS TF32: max |difference| / (|A||B|) = {float(d.max()):.2e}")
+print(f"11 vs cuBLAS TF32: max |difference| / (|A||B|) = {float(d.max()):.2e}")

@@ -109,10 +109,10 @@ def test_check_exits_1_for_a_wrong_kernel_on_the_cpu(tmp_path):
 def test_the_tolerance_comes_from_the_step_judged_not_the_file_name(tmp_path):
     from autograder.kernel import from_source
 
-    source = registry.step("10").source()
-    by_name = from_source(source, "10_tensor_core_tf32.cu")
+    source = registry.step("11").source()
+    by_name = from_source(source, "11_tensor_core_tf32.cu")
     by_hand = from_source(
-        source, "10_tensor_core_tf32.cu", kernel=by_name.name_expression, block=(256, 1),
+        source, "11_tensor_core_tf32.cu", kernel=by_name.name_expression, block=(256, 1),
         tile=(128, 128),
     )  # fmt: skip
     assert by_name.input_roundoff > 0 and by_hand.input_roundoff == 0

@@ -300,7 +300,7 @@ def test_merge_names_the_students_not_graded_yet(tmp_path):
     "args, message",
     [
         (["--assignment", "99"], "no step '99'"),
-        (["--assignment", "09"], "a bonus kernel, not a graded exercise"),
+        (["--assignment", "10"], "a bonus kernel, not a graded exercise"),
         (["--assignment", "00"], "graded in its notebook (nbgrader), not by grade"),
         (["--assignment", "05", "--shard", "3/2"], "expected K/N"),
         (["--assignment", "05", "--backend", "cpu", "--shard", "0/2"], "expected K/N"),

@@ -29,8 +29,8 @@ RETUNED = {
     "06": {"TM": 4},
     "07": {"WM": 64},
     "08": {"BK": 8},
-    "09": {"STAGES": 3},
-    "10": {"WM": 32},
+    "10": {"STAGES": 3},
+    "11": {"WM": 32},
 }
 
 
@@ -80,8 +80,8 @@ def test_every_step_has_a_picture():
 
 
 def test_a_step_without_a_picture_is_refused_by_name():
-    new = replace(registry.step("05"), id="11", slug="new_idea")
-    with pytest.raises(KeyError, match="11_new_idea has no picture"):
+    new = replace(registry.step("05"), id="12", slug="new_idea")
+    with pytest.raises(KeyError, match="12_new_idea has no picture"):
         pictures.picture(new)
 
 

@@ -45,7 +45,7 @@
 // in a helper of one line.
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
-#error "09_cp_async needs sm_80 or later (cp.async); on a T4 (sm_75) use 08_pipelining"
+#error "10_cp_async needs sm_80 or later (cp.async); on a T4 (sm_75) use 08_pipelining"
 #endif
 
 // [docs:helpers]

@@ -14,7 +14,7 @@
 // TF32 tolerance (autograder/registry.py says why it is a bound).
 //
 //   block tile   for k0 in K, step BK:    wait for slice k0 (cp.async, as in
-//                                         step 09), start slice k0 + (STAGES - 1) * BK
+//                                         step 10), start slice k0 + (STAGES - 1) * BK
 //   warp tile      for kk in BK, step 8:  load A and B fragments from shared
 //                                         memory, rounded to TF32
 //   mma tile         for i, j:            acc[i][j] += a[i] * b[j]: one
@@ -41,7 +41,7 @@
 // cp.async instructions are stated in PTX, each in a helper of a few lines.
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
-#error "10_tensor_core_tf32 needs sm_80 or later (TF32 mma.sync, cp.async); a T4 (sm_75) has neither"
+#error "11_tensor_core_tf32 needs sm_80 or later (TF32 mma.sync, cp.async); a T4 (sm_75) has neither"
 #endif
 
 // [docs:helpers]
