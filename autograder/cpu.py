@@ -115,38 +115,50 @@ def _shared_array(m: re.Match) -> str:
     )
 
 
-def translate(source: str, name_expression: str, filename: str = "kernel.cu") -> str:
+def translate(
+    source: str, name_expression: str, filename: str = "kernel.cu", kind: str = "gemm"
+) -> str:
     """C++ for cpu_runtime.h, with the learner's line numbers (in `filename`, so that a
-    fault names the learner's file and line), plus an entry point.
+    fault names the learner's file and line), plus an entry point, cpu_launch, that
+    takes the `kind` contract's arguments and, after each of its pointers, the padded
+    buffer it lies in and that buffer's size.
 
-    Raises contract.Mismatch when the kernel's parameters are not the course's."""
-    contract.check(source, name_expression, filename)
+    Raises contract.Mismatch when the kernel's parameters are not the contract's."""
+    terms = contract.CONTRACTS[kind]
+    contract.check(source, name_expression, filename, terms)
     code = source.replace("reinterpret_cast<", "__cpu::cast<")
     code = _EXTERN_SHARED.sub(r"__cpu::ptr<\1> \2 = __cpu::dynamic_shared<\1>();", code)
     code = _SHARED.sub(_shared_array, code)
     code = _VOID_POINTER.sub("__cpu::vptr ", code)
     code = _POINTER.sub(lambda m: f"__cpu::ptr<{m.group(1)}{m.group(2)}> ", code)
+    parameters, arguments, checked = [], [], []
+    for p in terms.parameters:
+        if not p.extent:
+            parameters.append(f"{p.types[0]} {p.name}")
+            arguments.append(p.name)
+            continue
+        # Non-const, so that a kernel declaring A and B float* (as most published
+        # ones do) gets them; const float* converts from these.
+        parameters += [f"float* {p.name}", f"float* {p.name}_buffer", f"size_t {p.name}_size"]
+        arguments.append(f"checked_{p.name}")
+        checked.append(
+            f"  __cpu::ptr<float> checked_{p.name}({p.name}, (size_t)({p.extent}), "
+            f'{p.name}_buffer, {p.name}_size, "{p.name}");\n'
+            f"  __cpu::matrices[{len(checked)}] = {{checked_{p.name}.name, checked_{p.name}.base, "
+            f"checked_{p.name}.end, checked_{p.name}.lo, checked_{p.name}.hi}};"
+        )
+    checks = "\n".join(checked)
     return f'''#include "{RUNTIME.name}"
 #line 1 "{_c_string(filename)}"
 {code}
 #line 1 "cpu_entry.cpp"
-// A, B and C lie inside padded buffers (A_buffer ... + A_size, ...).
-extern "C" int cpu_sgemm(int M, int N, int K, float alpha, const float* A, const float* B,
-                         float beta, float* C, const float* A_buffer, size_t A_size,
-                         const float* B_buffer, size_t B_size, float* C_buffer, size_t C_size,
-                         unsigned gx, unsigned gy, unsigned bx, unsigned by, int reverse,
-                         unsigned workers, char* message, int message_size, char* notes,
-                         int notes_size) {{
-  // Non-const, so that a kernel declaring A and B float* (as most published
-  // ones do) gets them; const float* converts from these.
-  __cpu::ptr<float> a((float*)A, (size_t)M * K, (float*)A_buffer, A_size, "A");
-  __cpu::ptr<float> b((float*)B, (size_t)K * N, (float*)B_buffer, B_size, "B");
-  __cpu::ptr<float> c(C, (size_t)M * N, C_buffer, C_size, "C");
-  for (const auto* m : {{&a, &b, &c}}) {{
-    __cpu::matrices[m->name[0] - 'A'] = {{m->name, m->base, m->end, m->lo, m->hi}};
-  }}
-  return __cpu::launch(dim3(gx, gy), dim3(bx, by), reverse, workers,
-                       [&] {{ {name_expression}(M, N, K, alpha, a, b, beta, c); }},
+extern "C" int cpu_launch({", ".join(parameters)},
+                          unsigned gx, unsigned gy, unsigned layers, unsigned bx, unsigned by,
+                          int reverse, unsigned workers, char* message, int message_size,
+                          char* notes, int notes_size) {{
+{checks}
+  return __cpu::launch(dim3(gx, gy, layers), dim3(bx, by), reverse, workers,
+                       [&] {{ {name_expression}({", ".join(arguments)}); }},
                        message, message_size, notes, notes_size);
 }}
 '''
@@ -173,7 +185,7 @@ def build(spec: KernelSpec) -> Path:
         )
     cxx = compiler()
     source = device_only.preprocess(spec.source, spec.filename, cxx)
-    cpp = translate(source, spec.name_expression, spec.filename)
+    cpp = translate(source, spec.name_expression, spec.filename, spec.contract)
     key = hashlib.sha256("\0".join([cpp, RUNTIME.read_text(), cxx, *FLAGS]).encode())
     library = CACHE / f"{key.hexdigest()[:24]}.so"
     if library.exists():
@@ -216,8 +228,7 @@ def _untranslatable(stderr: str, filename: str) -> str:
 def launchers(specs: list[KernelSpec], scratch: Path) -> list:
     """Build every spec for the CPU, confine this process (isolation.enter: for good,
     with `scratch` its one writable directory: nothing is built after that), then
-    load the libraries; return launch(M, N, K, alpha, A, B, beta, C) on NumPy
-    arrays for each.
+    load the libraries; return a launch for each (see _launcher).
 
     Successive launches alternate the order in which threads run between
     barriers, so a race changes the result from one launch to the next.
@@ -228,48 +239,47 @@ def launchers(specs: list[KernelSpec], scratch: Path) -> list:
 
 
 def _launcher(spec: KernelSpec, path: Path):
-    library = ctypes.CDLL(str(path))
-    entry = library.cpu_sgemm
+    """launch(*arguments, layers=1): the kernel over a grid `layers` deep, with the
+    arguments of its contract (NumPy arrays for the pointers); returns the backend's
+    note on accesses outside the matrices, if any."""
+    terms = contract.CONTRACTS[spec.contract]
+    entry = ctypes.CDLL(str(path)).cpu_launch
     floats = np.ctypeslib.ndpointer(np.float32, flags="C_CONTIGUOUS")
-    size = ctypes.c_size_t
-    entry.argtypes = (
-        [ctypes.c_int] * 3
-        + [ctypes.c_float, floats, floats, ctypes.c_float, floats]
-        + [floats, size] * 3
-        + [ctypes.c_uint] * 4
-        + [
-            ctypes.c_int,
-            ctypes.c_uint,
-            ctypes.c_char_p,
-            ctypes.c_int,
-            ctypes.c_char_p,
-            ctypes.c_int,
-        ]
-    )
+    kinds = {"float": ctypes.c_float}
+    entry.argtypes = [
+        *(
+            t
+            for p in terms.parameters
+            for t in (
+                (floats, floats, ctypes.c_size_t)
+                if p.extent
+                else (kinds.get(p.types[0], ctypes.c_int),)
+            )
+        ),
+        *[ctypes.c_uint] * 5,
+        ctypes.c_int,
+        ctypes.c_uint,
+        ctypes.c_char_p,
+        ctypes.c_int,
+        ctypes.c_char_p,
+        ctypes.c_int,
+    ]
     message, notes = ctypes.create_string_buffer(512), ctypes.create_string_buffer(1024)
     launches = 0
 
-    def launch(M, N, K, alpha, A, B, beta, C):
-        """Returns the backend's note on accesses outside A, B or C, if any."""
+    def launch(*arguments, layers: int = 1):
         nonlocal launches
-        gx, gy = spec.geometry.grid(M, N)
-        bx, by = spec.geometry.block
+        M, N = arguments[:2]
         launches += 1
-        buffers = [x for matrix in (A, B, C) for x in _buffer_of(matrix)]
         status = entry(
-            M,
-            N,
-            K,
-            alpha,
-            A,
-            B,
-            beta,
-            C,
-            *buffers,
-            gx,
-            gy,
-            bx,
-            by,
+            *(
+                a
+                for p, value in zip(terms.parameters, arguments)
+                for a in ((value, *_buffer_of(value)) if p.extent else (value,))
+            ),
+            *spec.geometry.grid(M, N),
+            layers,
+            *spec.geometry.block,
             launches % 2 == 0,
             WORKERS,
             message,
@@ -278,7 +288,7 @@ def _launcher(spec: KernelSpec, path: Path):
             len(notes),
         )
         if status:
-            raise KernelFault(_with_hint(message.value.decode()))
+            raise KernelFault(_with_hint(message.value.decode(), spec.contract))
         return notes.value.decode() or None
 
     return launch
@@ -295,12 +305,17 @@ def _buffer_of(matrix: np.ndarray):
     return buffer, buffer.size
 
 
-def _with_hint(fault: str) -> str:
+def _with_hint(fault: str, kind: str = "gemm") -> str:
     if "misaligned" in fault:
         return fault + ": use scalar accesses where K or N is not a multiple of 4"
     # A failed assert, a read of unwritten shared memory: the message says what to look at.
     if any(s in fault for s in ("failed assert(", "before any thread of")):
         return fault
+    if kind == "reduce":
+        return fault + (
+            ": check the bounds on M and N, and that partial s of element (row, col) is "
+            "partial[s * M * N + row * N + col]"
+        )
     loads = " A[" in fault or " B[" in fault
     if "outside C" in fault or " C[" in fault:
         if loads:

@@ -34,12 +34,26 @@ class KernelSpec:
     geometry: Geometry
     input_roundoff: float = 0.0  # see registry.Step: for the checker's tolerance
     launch_by_hand: bool = False  # the geometry came from --block/--tile, not from a step
+    # The contract the kernel takes (contract.CONTRACTS). A "reduce" kernel is
+    # step 09's split-K reduction: what runs, is checked and is timed is the
+    # GEMM that autograder.by_shape builds around it.
+    contract: str = "gemm"
+    # For a "reduce" kernel: split K on every shape (by_shape.graded_splits), so
+    # that the reduction runs in every case; False: as the dispatcher chooses,
+    # as `bench` runs it.
+    split_every_case: bool = False
 
     @classmethod
     def from_step(cls, step: Step) -> "KernelSpec":
         _require_cuda(step)
         return cls(
-            step.source(), step.path.name, step.name_expression, step.geometry, step.input_roundoff
+            step.source(),
+            step.path.name,
+            step.name_expression,
+            step.geometry,
+            step.input_roundoff,
+            contract=step.contract,
+            split_every_case=step.contract == "reduce",
         )
 
     @property
@@ -154,7 +168,17 @@ def from_source(
     # geometry given by hand judges it as plain FP32, whatever the file is called.
     judged_as_step = step and (like or not (block or tile))
     roundoff = step.input_roundoff if judged_as_step else 0.0
-    return KernelSpec(source, filename, expression, geometry, roundoff, bool(block or tile))
+    kind = step.contract if step else "gemm"
+    return KernelSpec(
+        source,
+        filename,
+        expression,
+        geometry,
+        roundoff,
+        bool(block or tile),
+        kind,
+        kind == "reduce",
+    )
 
 
 def _guess_step(filename: str, kernel: str, like: str | None) -> Step | None:
