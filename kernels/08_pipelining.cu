@@ -36,14 +36,16 @@ __device__ __forceinline__ bool aligned16(const void* p) {
   return reinterpret_cast<size_t>(p) % 16 == 0;
 }
 
-// src[row * cols + col ... + 3] of a rows x cols matrix, with 0 for elements
-// outside it. `vec` says every row start is 16-byte aligned (cols % 4 == 0
-// and src aligned); col is always a multiple of 4.
+// src[row * stride + col ... + 3] of a matrix whose rows are `stride` floats
+// apart, with 0 for elements outside its first rows x cols. `vec` says every
+// row start is 16-byte aligned (stride % 4 == 0 and src aligned); col is
+// always a multiple of 4.
 __device__ __forceinline__ float4 load4(const float* src, int row, int col,
-                                        int rows, int cols, bool vec) {
+                                        int rows, int cols, int stride,
+                                        bool vec) {
   float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
   if (row >= rows) return v;
-  const float* p = src + row * cols + col;
+  const float* p = src + row * stride + col;
   if (vec && col + 3 < cols) return *reinterpret_cast<const float4*>(p);
   if (col + 0 < cols) v.x = p[0];
   if (col + 1 < cols) v.y = p[1];
@@ -62,13 +64,17 @@ __device__ __forceinline__ void copy4(float* dst, const float* src) {
 }
 
 // C[row * N + col ... + 3] = alpha * acc + beta * C[...], inside C only.
+// With beta = 0, C is not read: BLAS lets it hold anything then, and step
+// 09's partial products are written this way into memory nobody cleared.
 __device__ __forceinline__ void update4(float* C, int row, int col, int M,
                                         int N, bool vec, float4 acc,
                                         float alpha, float beta) {
   if (row >= M) return;
   float* p = C + row * N + col;
+  const bool readC = beta != 0.0f;
   if (vec && col + 3 < N) {
-    float4 c = *reinterpret_cast<float4*>(p);
+    float4 c = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    if (readC) c = *reinterpret_cast<float4*>(p);
     c.x = alpha * acc.x + beta * c.x;
     c.y = alpha * acc.y + beta * c.y;
     c.z = alpha * acc.z + beta * c.z;
@@ -76,10 +82,10 @@ __device__ __forceinline__ void update4(float* C, int row, int col, int M,
     *reinterpret_cast<float4*>(p) = c;
     return;
   }
-  if (col + 0 < N) p[0] = alpha * acc.x + beta * p[0];
-  if (col + 1 < N) p[1] = alpha * acc.y + beta * p[1];
-  if (col + 2 < N) p[2] = alpha * acc.z + beta * p[2];
-  if (col + 3 < N) p[3] = alpha * acc.w + beta * p[3];
+  if (col + 0 < N) p[0] = alpha * acc.x + (readC ? beta * p[0] : 0.0f);
+  if (col + 1 < N) p[1] = alpha * acc.y + (readC ? beta * p[1] : 0.0f);
+  if (col + 2 < N) p[2] = alpha * acc.z + (readC ? beta * p[2] : 0.0f);
+  if (col + 3 < N) p[3] = alpha * acc.w + (readC ? beta * p[3] : 0.0f);
 }
 // [docs:helpers-end]
 
@@ -136,6 +142,20 @@ sgemm_pipelining(int M, int N, int K, float alpha, const float* A,
   // Uniform for the whole launch, so these branches never diverge.
   const bool vecA = K % 4 == 0 && aligned16(A);
   const bool vecB = N % 4 == 0 && aligned16(B);
+  // [docs:split]
+  // The block's share of K: all of it, unless the grid has layers
+  // (gridDim.z > 1, step 09's split-K). Then layer z multiplies only the z-th
+  // run of whole BK-wide slices, layerK long, as a product of its own:
+  // A and B start at kBegin (A's rows are still K floats apart), and
+  // the partial product goes to the z-th M x N matrix of C, which holds
+  // gridDim.z of them one after the other (the epilogue moves C there). A
+  // reduction adds them up afterwards.
+  const int kPerLayer = (K + gridDim.z * BK - 1) / (gridDim.z * BK) * BK;
+  const int kBegin = blockIdx.z * kPerLayer;
+  const int layerK = max(0, min(K - kBegin, kPerLayer));
+  A += kBegin;
+  B += static_cast<size_t>(kBegin) * N;
+  // [docs:split-end]
 
   // [docs:prefetch]
   // The next slice of A and B, on its way from global memory to registers
@@ -155,14 +175,14 @@ sgemm_pipelining(int M, int N, int K, float alpha, const float* A,
   const float* blockA = A + blockRow * K;
   const float* blockB = B + blockCol;
   auto fetch = [&](int k0) {
-    const bool inside = interior && k0 + BK <= K;
+    const bool inside = interior && k0 + BK <= layerK;
 #pragma unroll
     for (int i = 0; i < A_LOADS; ++i) {
       const int r = (threadIdx.x + i * NUM_THREADS) / (BK / 4);
       const int c = (threadIdx.x + i * NUM_THREADS) % (BK / 4) * 4;
       nextA[i] = inside ? *reinterpret_cast<const float4*>(
                               blockA + r * K + k0 + c)
-                        : load4(A, blockRow + r, k0 + c, M, K, vecA);
+                        : load4(A, blockRow + r, k0 + c, M, layerK, K, vecA);
     }
 #pragma unroll
     for (int i = 0; i < B_LOADS; ++i) {
@@ -170,7 +190,7 @@ sgemm_pipelining(int M, int N, int K, float alpha, const float* A,
       const int c = (threadIdx.x + i * NUM_THREADS) % (BN / 4) * 4;
       nextB[i] = inside ? *reinterpret_cast<const float4*>(
                               blockB + (k0 + r) * N + c)
-                        : load4(B, k0 + r, blockCol + c, K, N, vecB);
+                        : load4(B, k0 + r, blockCol + c, layerK, N, N, vecB);
     }
   };
   auto stash = [&](int buf) {
@@ -241,9 +261,10 @@ sgemm_pipelining(int M, int N, int K, float alpha, const float* A,
   stash(0);
   __syncthreads();
   load_fragments(0, 0, 0);
-  // Level 1, the block tile: walk K one BK-wide slice at a time.
-  for (int k0 = 0, buf = 0; k0 < K; k0 += BK, buf ^= 1) {
-    const bool more = k0 + BK < K;
+  // Level 1, the block tile: walk the block's share of K one BK-wide slice at
+  // a time.
+  for (int k0 = 0, buf = 0; k0 < layerK; k0 += BK, buf ^= 1) {
+    const bool more = k0 + BK < layerK;
     if (more) fetch(k0 + BK);  // issue the loads now, use them after the FMAs
 #pragma unroll
     for (int k = 0; k < BK; ++k) {
@@ -264,8 +285,10 @@ sgemm_pipelining(int M, int N, int K, float alpha, const float* A,
   // [docs:mainloop-end]
 
   // [docs:epilogue]
-  // Decided here rather than at the top, so that it holds no register during
-  // the main loop.
+  // Decided here rather than at the top, so that they hold no register
+  // during the main loop: this layer's matrix of C, and whether it takes
+  // float4s.
+  C += static_cast<size_t>(blockIdx.z) * M * N;
   const bool vecC = N % 4 == 0 && aligned16(C);
 #pragma unroll
   for (int wm = 0; wm < WMITER; ++wm) {
