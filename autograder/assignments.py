@@ -211,13 +211,41 @@ then run the last FMAs. About 20 lines.""",
         region="mainloop",
         hints=(
             "Before the loop: `fetch(0); stash(0); __syncthreads(); load_fragments(0, 0, 0);`.",
-            "Walk the slices with `for (int k0 = 0, buf = 0; k0 < K; k0 += BK, buf ^= 1)`; "
-            "`const bool more = k0 + BK < K;` says whether there is a next slice to fetch.",
+            "Walk the block's share of K with `for (int k0 = 0, buf = 0; k0 < layerK; k0 += BK, "
+            "buf ^= 1)`; `const bool more = k0 + BK < layerK;` says whether there is a next "
+            "slice to fetch (layerK is all of K, except in step 09's split-K).",
             "For each k: if `k + 1 < BK`, `load_fragments(buf, k + 1, (k + 1) % 2)`; else, if "
             "there is more, `stash(buf ^ 1); __syncthreads(); load_fragments(buf ^ 1, 0, 0);`. "
             "Then `multiply(k % 2)`.",
             "One barrier per slice is enough: `stash` writes buffer `buf ^ 1`, which every warp "
             "finished reading before the previous barrier.",
+        ),
+    ),
+    Assignment(
+        "09_by_shape",
+        "Choosing by shape",
+        idea="""\
+A GPU is only busy when every SM has blocks to run. 128×128 tiles cut a 4096² C into 1024
+blocks, but a 512² C into 16: on a GPU of 40 or 132 SMs most of them idle, however long K
+is. **Split-K** cuts K instead: a grid S layers deep, where layer s multiplies its own run of
+K into its own M×N matrix of partial sums, gives S times the blocks, at the price of writing
+S matrices and reading them back. The course's dispatcher (`autograder/by_shape.py`) picks,
+for each M, N, K, a tile shape and a number of layers, from a table the tuner measured on
+the GPU at hand.""",
+        task="""\
+Write the body of `splitk_reduce`, which adds the layers up: for each element (row, col) of
+C, `C = alpha * (partial[0] + ... + partial[splits - 1]) + beta * C`, where layer s of that
+element is `partial[s * M * N + row * N + col]`. One thread per element of C, launched as in
+step 02 (`threadIdx.x` walks the columns). The checker runs it inside the whole GEMM: step
+08's kernel writes the layers, your kernel turns them into C, with K split in 2 to 4 layers
+on every shape. About 10 lines.""",
+        region="body",
+        hints=(
+            "`row = blockIdx.y * blockDim.y + threadIdx.y`, `col = blockIdx.x * blockDim.x + "
+            "threadIdx.x`; return when `row >= M || col >= N`.",
+            "One layer is M × N floats, so layer s starts `s * M * N` floats in. With S layers "
+            "that can pass 2³¹ floats: compute offsets in `size_t`.",
+            "Sum the layers in a `float`, then `C[i] = alpha * sum + beta * C[i]` once.",
         ),
     ),
 )

@@ -14,7 +14,7 @@ from typing import Callable
 
 import numpy as np
 
-from . import compiler, contract, device_only, gpu, isolation
+from . import by_shape, compiler, contract, device_only, gpu, isolation
 from .checker import CPU_BUDGET, GPU_BUDGET, Budget
 from .kernel import KernelSpec
 
@@ -45,6 +45,10 @@ def explain_cuda_error(error: Exception) -> str:
     return f"crashed with {name}: {hint}" if hint else f"crashed: {text}"
 
 
+# Floats of padding each side of the CPU backend's split-K workspace.
+WORKSPACE_PAD = 1024
+
+
 class BackendUnavailable(RuntimeError):
     """The chosen backend cannot run this kernel here (no compiler, unsupported construct)."""
 
@@ -68,7 +72,9 @@ def _refuse_unlaunchable(spec: KernelSpec, max_threads: int, why_fewer: str = ""
 def _check_contract(spec: KernelSpec) -> None:
     """A kernel that does not take the contract's parameters, told as a compile error."""
     try:
-        contract.check(spec.source, spec.name_expression, spec.filename)
+        contract.check(
+            spec.source, spec.name_expression, spec.filename, contract.CONTRACTS[spec.contract]
+        )
     except contract.Mismatch as e:
         raise compiler.CompileError(spec.filename, str(e), contract.CHECKER) from None
 
@@ -100,9 +106,39 @@ class Backend:
         return time.perf_counter() - start
 
 
-def gpu_launcher(spec: KernelSpec, options: tuple[str, ...] = ()):
+def gpu_launcher(spec: KernelSpec, options: tuple[str, ...] = (), choose=None):
     """Compile spec for the current GPU, with NVRTC `options` beside the defaults;
-    return launch(M, N, K, alpha, A, B, beta, C)."""
+    return launch(M, N, K, alpha, A, B, beta, C). For a reduction (step 09), that
+    is the GEMM autograder.by_shape builds around it, with the plans of `choose`
+    (by default, the dispatcher's for this GPU); launch.function is the spec's own
+    kernel either way."""
+    if spec.contract != "reduce":
+        return _gpu_kernel(spec, options)
+    import cupy
+
+    if choose is None:
+        info = gpu.device_info()
+        choose = by_shape.chooser(info.name, info.sms)
+    gemms = {name: _gpu_kernel(s, options) for name, s in by_shape.gemm_specs().items()}
+    reduce = _gpu_kernel(spec, options)
+    launch = by_shape.compose(
+        choose,
+        gemms,
+        reduce,
+        lambda n: cupy.empty(n, dtype=cupy.float32),
+        spec.split_every_case,
+    )
+    launch.function = reduce.function
+    return launch
+
+
+# How a scalar of a contract is passed to CuPy.
+_SCALARS = {"int": np.int32, "float": np.float32}
+
+
+def _gpu_kernel(spec: KernelSpec, options: tuple[str, ...]):
+    """launch(*arguments, layers=1): spec's kernel over a grid `layers` deep, with the
+    arguments of its contract."""
     function = compiler.load(
         spec.source, spec.name_expression, spec.filename, (*compiler.DEFAULT_OPTIONS, *options)
     )
@@ -110,12 +146,14 @@ def gpu_launcher(spec: KernelSpec, options: tuple[str, ...] = ()):
     shared = spec.geometry.shared_bytes
     if shared:  # a kernel gets more than 48 KB of dynamic shared memory only on request
         function.max_dynamic_shared_size_bytes = shared
+    kinds = [_SCALARS.get(p.types[0]) for p in contract.CONTRACTS[spec.contract].parameters]
 
-    def launch(M, N, K, alpha, A, B, beta, C):
+    def launch(*arguments, layers: int = 1):
+        M, N = arguments[:2]
         function(
-            spec.geometry.grid(M, N),
+            (*spec.geometry.grid(M, N), layers),
             block,
-            (np.int32(M), np.int32(N), np.int32(K), np.float32(alpha), A, B, np.float32(beta), C),
+            tuple(kind(a) if kind else a for kind, a in zip(kinds, arguments)),
             shared_mem=shared,
         )
 
@@ -223,12 +261,34 @@ class CpuBackend(Backend):
                 )
             except compiler.NvrtcUnavailable:
                 pass
+        # A reduction runs inside step 08's kernel at every tile shape the dispatcher
+        # may choose, built here with the rest.
+        gemms = by_shape.gemm_specs() if any(s.contract == "reduce" for s in specs) else {}
         try:  # all built before the process confines itself, once
-            launches = cpu.launchers(specs, self.scratch)
+            launches = cpu.launchers([*specs, *gemms.values()], self.scratch)
         except (cpu.UnsupportedOnCpu, cpu.NoCompiler, isolation.IsolationUnavailable) as e:
             raise BackendUnavailable(str(e)) from None
         self.device = cpu.device()  # now with the confinement it is under
-        return launches
+        gemm_launches = dict(zip(gemms, launches[len(specs) :]))
+        return [
+            self._compose(launch, gemm_launches, spec.split_every_case)
+            if spec.contract == "reduce"
+            else launch
+            for spec, launch in zip(specs, launches)
+        ]
+
+    @staticmethod
+    def _compose(reduce, gemms, split_every_case: bool):
+        """The GEMM around a reduction, with every tile shape in turn (by_shape.in_turn):
+        on the CPU there is no speed to choose for, and each gets checked."""
+
+        def workspace(n: int):
+            # Surrounded by NaN, as the checker surrounds A and B: a read
+            # outside it is caught as one outside A or B is.
+            buffer = np.full(n + 2 * WORKSPACE_PAD, np.nan, dtype=np.float32)
+            return buffer[WORKSPACE_PAD : WORKSPACE_PAD + n]
+
+        return by_shape.compose(by_shape.in_turn, gemms, reduce, workspace, split_every_case)
 
 
 def resolve(requested: str = "auto") -> str:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import csv
 import datetime
 import typing
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from functools import partial
 from pathlib import Path
 
@@ -23,10 +23,9 @@ import numpy as np
 from . import gpu
 from .checker import ALPHA, SENTINEL
 from .kernel import KernelSpec
-from .registry import KERNEL_DIR
+from .registry import DATA_DIR
 from .timing import Fingerprint, gflops, repeated_ms
 
-DATA_DIR = KERNEL_DIR.parent / "book" / "data"
 DEFAULT_SIZES = ("1024", "2048", "4096", "1001x777x513", "4095x4097x4093")
 # The published sweep (`bench --sweep`): how far one kernel goes beyond large squares.
 # Each class is where one tile shape runs short: too few tiles for the SMs (small,
@@ -83,7 +82,10 @@ def bench(specs: dict[str, KernelSpec], sizes=DEFAULT_SIZES, progress=True) -> l
 
     info = gpu.device_info()
     today = datetime.date.today().isoformat()
-    launches = {name: gpu_launcher(spec) for name, spec in specs.items()}
+    # Step 09 as the dispatcher chooses, not split on every shape as it is graded.
+    launches = {
+        name: gpu_launcher(replace(spec, split_every_case=False)) for name, spec in specs.items()
+    }
     rng = cupy.random.default_rng()
     rows = []
     bar = tqdm(total=len(sizes) * (1 + len(specs)), disable=not progress, unit="run", leave=False)

@@ -354,6 +354,10 @@ def case_events(
     message = _explain(
         xp, got, expected, bad, C0, beta, product, tolerance, before, after, raced
     )  # fmt: skip
+    # A split-K reduction (step 09) says what it made of its layers: the real cause.
+    layers = getattr(launch, "explain_layers", None)
+    if layers and (said := layers(xp, got, C0, ALPHA, beta, tolerance)):
+        message = f"{said}; {message}"
     if note:
         message += f"; {note}"
     if raced:

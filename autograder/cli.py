@@ -245,9 +245,11 @@ def _parser() -> argparse.ArgumentParser:
         "(autograder/registry.py): reject those that break the kernel's rules or a T4's "
         "limits before compiling, drop those that spill, check the rest on small shapes and "
         "time them against cuBLAS. Writes every configuration's verdict to a CSV and the "
-        "best to a JSON file, and prints how to use it. Needs a GPU, except with --dry-run.",
+        "best to a JSON file, and prints how to use it. For step 09, time every plan (tile "
+        "shape and layers of K) on one shape per class and write the dispatcher's table "
+        "(autograder/by_shape.py). Needs a GPU, except with --dry-run.",
     )
-    tunable = [s.id for s in registry.STEPS if s.tuning]
+    tunable = [s.id for s in registry.STEPS if s.tuning or s.contract == "reduce"]
     t.add_argument(
         "step",
         metavar="STEP",
@@ -366,6 +368,11 @@ def _check(args) -> int:
         reason = gpu.unavailable_reason()
         print(f"No GPU ({reason}): checking correctness on the CPU; timings need a GPU.")
     print(f"{spec.label}: {spec.geometry.describe()}")
+    if spec.contract == "reduce":
+        print(
+            "  run inside the whole GEMM: step 08's kernel splits K into 2 to 4 layers of "
+            "partial products on every shape, and this kernel adds them into C"
+        )
     shapes = checker.SMALL if args.quick else checker.SUITE
     report = judge.check(spec, shapes=shapes, seed=args.seed, backend=backend)
     print(report)
@@ -468,6 +475,8 @@ def _tune(args) -> int:
     from . import bench, tune
 
     step = registry.step(args.step)
+    if step.contract == "reduce":
+        return _tune_plans(args)
     size = bench.parse_size(args.size)
     if args.dry_run:
         print(tune.dry_run_report(step, tune.candidates(step)))
@@ -487,14 +496,39 @@ def _tune(args) -> int:
     return OK if search.best else WRONG
 
 
+def _tune_plans(args) -> int:
+    """tune 09: the dispatcher's table for this GPU."""
+    from . import by_shape, tune_plans
+
+    if args.dry_run:
+        sms = gpu.device_info().sms if not gpu.unavailable_reason() else 132
+        for cls in tune_plans.classes():
+            shape = by_shape.measured_shape(cls, sms)
+            plans = tune_plans.candidates(shape, sms)
+            layers = sorted({p.splits for p in plans})
+            print(
+                f"{'x'.join(map(str, shape)):<18} {len(plans):3d} plans: "
+                f"{len(by_shape.TILES)} tile shapes, K in {', '.join(map(str, layers))} layers"
+            )
+        return OK
+    table, timings = tune_plans.run()
+    print(tune_plans.summary(table, timings))
+    json_path, csv_path = tune_plans.write(table, timings)
+    print(f"every timing: {csv_path}\nthe table the dispatcher reads on this GPU: {json_path}")
+    return OK if table.plans else WRONG
+
+
 def _sass(args) -> int:
     from . import sass
 
     archs = args.arch or ["sm_90"]
-    steps = [registry.step(s) for s in args.steps] or sass.cuda_steps()
-    not_cuda = [s.name for s in steps if s not in sass.cuda_steps()]
-    if not_cuda:
-        raise ValueError(f"{', '.join(not_cuda)} has no CUDA kernel to disassemble")
+    steps = [registry.step(s) for s in args.steps] or sass.gemm_steps()
+    no_loop = [s.name for s in steps if s not in sass.gemm_steps()]
+    if no_loop:
+        raise ValueError(
+            f"{', '.join(no_loop)} has no GEMM main loop to disassemble (step 00 is Python; "
+            "step 09's kernel is split-K's reduction, which runs step 08's)"
+        )
     if args.markdown:
         for step in steps:
             print(sass.markdown(step, archs), end="\n\n")

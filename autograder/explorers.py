@@ -6,9 +6,10 @@ a notebook) and a small widget around it.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
-from . import hardware, registry
+from . import by_shape, hardware, registry
 
 # Since Pascal, global loads are served in 32-byte sectors: a warp reading 32
 # consecutive floats needs 4, one reading 32 scattered floats needs 32.
@@ -148,6 +149,32 @@ def floors(M: int, N: int, K: int, gpu_name: str) -> dict[str, float]:
     }
 
 
+@dataclass(frozen=True)
+class PlanCosts:
+    """What a step-09 plan costs on a GPU: how its blocks fill the SMs, and split-K's traffic."""
+
+    plan: by_shape.Plan
+    blocks: int  # tiles times layers
+    waves: float  # blocks per SM, as if an SM ran one block at a time
+    busy: float  # the share of the SMs' time busy over all waves (1: whole waves)
+    product_bytes: int  # reading A and B once and writing C once: the least any plan moves
+    split_bytes: int  # what the layers add: S matrices of M x N written, then read back
+
+
+def plan_costs(M: int, N: int, K: int, plan: by_shape.Plan, sms: int) -> PlanCosts:
+    blocks = by_shape.tile_count(M, N, plan.tiles) * plan.splits
+    waves = blocks / sms
+    split = 2 * 4 * plan.splits * M * N if plan.splits > 1 else 0
+    return PlanCosts(
+        plan,
+        blocks,
+        waves,
+        waves / math.ceil(waves),
+        4 * (M * K + K * N + M * N),
+        split,
+    )
+
+
 # Widgets. Imported lazily: the functions above must work without Jupyter.
 
 
@@ -252,11 +279,40 @@ def roofline_explorer():
     )
 
 
+def dispatch_explorer():
+    """Step 09: what the dispatcher chooses for a shape, and what each plan costs."""
+    import ipywidgets as w
+
+    def show(M, N, K, gpu_name, splits):
+        sms = GPUS[gpu_name]["sms"]
+        chosen = by_shape.rule_of_thumb(M, N, K, sms)
+        print(f"rule of thumb on the {gpu_name} ({sms} SMs): {chosen}")
+        for tiles in by_shape.TILES:
+            c = plan_costs(M, N, K, by_shape.Plan(tiles, splits), sms)
+            print(
+                f"  {c.plan!s:<28} {c.blocks:6d} blocks, {c.waves:6.2f} waves "
+                f"({c.busy:4.0%} of the last busy), split-K adds "
+                f"{c.split_bytes / c.product_bytes:5.0%} to the least traffic"
+            )
+
+    size = dict(min=1, max=8192, step=1)
+    return w.interactive(
+        show,
+        M=w.IntSlider(value=512, **size),
+        N=w.IntSlider(value=512, **size),
+        K=w.IntSlider(value=8192, min=1, max=65536, step=1),
+        gpu_name=w.Dropdown(options=list(GPUS)),
+        splits=w.IntSlider(value=1, min=1, max=by_shape.MAX_SPLITS),
+    )
+
+
 def explorer_for(assignment: str):
     """The explorer a notebook shows, by its assignment name."""
     step = registry.step(assignment[:2])
     if not step.is_cuda:  # step 00: how far the CPU is from the GPU's floors
         return roofline_explorer()
+    if step.contract == "reduce":  # step 09: the dispatcher's choices
+        return dispatch_explorer()
     if not step.params:  # steps 01 and 02: one thread per element, no tiles
         return warp_explorer()
     return tile_explorer(step.id)

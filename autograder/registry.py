@@ -11,6 +11,9 @@ from functools import partial
 from pathlib import Path
 
 KERNEL_DIR = Path(__file__).resolve().parent.parent / "kernels"
+# What was measured on which GPU: the benchmark's, profiler's and tuner's files,
+# which the book's figures and step 09's dispatcher read.
+DATA_DIR = KERNEL_DIR.parent / "book" / "data"
 
 
 @dataclass(frozen=True)
@@ -106,6 +109,9 @@ class Step:
     # "cuda": a kernel that the compiler, checker, grader and benchmark take.
     # "python": a program that only its notebook runs (step 00, on the CPU).
     language: str = "cuda"
+    # The parameters the kernel takes (contract.CONTRACTS): "gemm", or "reduce"
+    # for step 09's split-K reduction, which is run inside a GEMM (by_shape).
+    contract: str = "gemm"
 
     def __post_init__(self):
         if self.language not in LANGUAGES:
@@ -385,6 +391,15 @@ LADDER: tuple[Step, ...] = (
             shared_bytes=partial(_tile_bytes, buffers=2),
             registers=_pipelined_registers,
         ),
+    ),
+    Step(
+        "09",
+        "by_shape",
+        "Choosing by shape",
+        "splitk_reduce",
+        # One thread per element of C, as in step 02.
+        layout=partial(_fixed, block=(32, 8), tile=(8, 32)),
+        contract="reduce",
     ),
 )
 

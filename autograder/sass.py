@@ -524,9 +524,10 @@ def evidence(step: registry.Step | str, arch: str = "sm_90") -> Evidence:
     )
 
 
-def cuda_steps() -> list[registry.Step]:
-    """Every step of the registry with a CUDA kernel, the ladder and beyond."""
-    return [s for s in registry.ALL_STEPS if s.path.suffix == ".cu" and s.path.exists()]
+def gemm_steps() -> list[registry.Step]:
+    """Every step of the registry whose kernel is a GEMM with an FMA main loop, the
+    ladder and beyond (not step 00, Python, nor step 09, split-K's reduction)."""
+    return [s for s in registry.ALL_STEPS if s.is_cuda and s.contract == "gemm"]
 
 
 # ---- tables for the book ---------------------------------------------------------------------
@@ -604,7 +605,7 @@ def markdown(step: registry.Step | str, archs=DEFAULT_ARCHS) -> str:
 
 def ladder_markdown(arch: str = "sm_90", steps=None) -> str:
     """Every CUDA step on one architecture, one row each: the main loop per k."""
-    steps = steps if steps is not None else [s for s in cuda_steps() if s.runs_on(arch)]
+    steps = steps if steps is not None else [s for s in gemm_steps() if s.runs_on(arch)]
     shown = [evidence(s, arch) for s in steps]
     kinds = [c for c in CLASSES if any(e.loop.counts[c] for e in shown)]
     lines = [

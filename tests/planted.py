@@ -55,6 +55,23 @@ PLANTED = {
         ),
         "did not finish within",
     ),
+    # Step 09's reduction, run inside the whole GEMM with K split in 2 to 4 layers.
+    "reduction stops after two layers": (
+        planted("09", "s < splits", "s < 2"),
+        "C holds the sum of the first 2 only",
+    ),
+    "reduction reads one layer over and over": (
+        planted("09", "partial[s * layer + i]", "partial[i]"),
+        "every pass of the loop reads the same layer",
+    ),
+    "reduction with the wrong distance between layers": (
+        planted("09", "partial[s * layer + i]", "partial[s * N + i]"),
+        "C is not alpha times their sum plus beta C",
+    ),
+    "reduction without the N bound": (
+        planted("09", "if (row >= M || col >= N) return;", "if (row >= M) return;"),
+        "past the end of C",
+    ),
 }
 RACES = {
     "missing first __syncthreads": planted(

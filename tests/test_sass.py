@@ -24,7 +24,7 @@ needs_nvdisasm = pytest.mark.skipif(
 )
 CASES = [
     pytest.param(step, arch, id=f"{step.name}-{arch}")
-    for step in sass.cuda_steps()
+    for step in sass.gemm_steps()
     for arch in sass.DEFAULT_ARCHS
     if step.runs_on(arch)
 ]

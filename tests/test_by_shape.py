@@ -1,0 +1,156 @@
+"""Step 09: the dispatcher's choices, its table, the tuner's search, and the GEMM it
+composes, on the CPU (tests/test_gpu.py runs the same GEMM on a GPU)."""
+
+import math
+from dataclasses import replace
+
+import pytest
+
+from autograder import (
+    KernelSpec,
+    bench,
+    by_shape,
+    compiler,
+    contract,
+    explorers,
+    judge,
+    registry,
+    tune_plans,
+)
+from autograder.by_shape import Plan, Table
+from autograder.checker import SMALL
+from autograder.hardware import GPUS
+
+H100, T4 = GPUS["H100 SXM"]["sms"], GPUS["Tesla T4"]["sms"]
+SWEEP = [bench.parse_size(s) for s in bench.sweep_sizes()]
+
+
+@pytest.mark.parametrize("arch", ["sm_75", "sm_90"])
+@pytest.mark.parametrize("tiles", by_shape.TILES)
+def test_every_tile_shape_is_one_step_08_accepts_and_compiles_without_spilling(tiles, arch):
+    step = registry.step("08").with_params(**by_shape.TILES[tiles])
+    assert step.tuning.rules(step.params) == []
+    compiled = compiler.compile_for_arch(
+        step.source(), [step.name_expression], arch, step.path.name
+    )
+    resources = compiled.resources[step.name_expression]
+    assert resources.problems(step.geometry.threads) == [], str(resources)
+
+
+@pytest.mark.parametrize("sms", [T4, H100])
+@pytest.mark.parametrize("shape", SWEEP, ids=lambda s: "x".join(map(str, s)))
+def test_the_rule_of_thumb_is_deterministic_and_within_bounds(shape, sms):
+    plan = by_shape.rule_of_thumb(*shape, sms)
+    assert plan == by_shape.rule_of_thumb(*shape, sms)
+    assert plan.tiles in by_shape.TILES
+    assert 1 <= plan.splits <= by_shape.max_splits(shape[2], plan.tiles)
+
+
+def test_the_rule_of_thumb_splits_only_where_the_tiles_leave_sms_idle():
+    assert by_shape.rule_of_thumb(4096, 4096, 4096, H100) == Plan("128x128", 1)
+    skinny = by_shape.rule_of_thumb(128, 4096, 4096, H100)
+    assert skinny.splits > 1
+    costs = explorers.plan_costs(128, 4096, 4096, skinny, H100)
+    assert 0.5 <= costs.waves <= 1.0, costs
+    # A short K cannot be split much: smaller tiles instead.
+    assert by_shape.rule_of_thumb(128, 128, 128, H100).tiles == "64x64"
+
+
+def test_each_layer_keeps_at_least_its_minimum_of_slices():
+    for K in (1, 16, 63, 64, 65, 4093, 1 << 20):
+        for tiles, p in by_shape.TILES.items():
+            S = by_shape.max_splits(K, tiles)
+            assert S == 1 or math.ceil(K / p["BK"]) // S >= by_shape.MIN_SLICES_PER_LAYER
+            assert S <= by_shape.MAX_SPLITS
+
+
+def test_shape_classes_cover_every_shape_and_each_class_is_measured_inside_itself():
+    for w, k in tune_plans.classes():
+        M, N, K = by_shape.measured_shape((w, k), H100)
+        assert by_shape.shape_class(M, N, K, H100) == (w, k)
+    assert by_shape.shape_class(1, 1, 1, H100) == (0, 0)
+    assert by_shape.shape_class(8192, 8192, 65536, H100) == (3, 3)
+
+
+def table(plans) -> Table:
+    return Table("Test GPU", H100, plans, "today")
+
+
+def test_a_table_keeps_its_classs_block_count_and_is_read_back_as_written():
+    cls = (0, 2)  # under a quarter wave, K up to 8192
+    t = table({cls: Plan("128x128", 8)})
+    M0, N0, _ = by_shape.measured_shape(cls, H100)
+    blocks = 8 * by_shape.tile_count(M0, N0, "128x128")
+    plan = t.choose(128, 4096, 4096)  # the same class, fewer tiles: more layers
+    assert plan.tiles == "128x128"
+    assert plan.splits * by_shape.tile_count(128, 4096, "128x128") == blocks
+    assert t.choose(128, 4096, 4096) == plan  # deterministic
+    assert Table.from_json(t.to_json()) == t
+    # A class the table lacks falls back on the rule of thumb.
+    assert t.choose(4096, 4096, 4096) == by_shape.rule_of_thumb(4096, 4096, 4096, H100)
+
+
+def test_a_table_naming_tiles_the_dispatcher_lacks_is_refused():
+    text = table({(0, 0): Plan("128x128", 1)}).to_json().replace("128x128", "96x96")
+    with pytest.raises(ValueError, match="96x96"):
+        Table.from_json(text)
+
+
+def test_a_gpu_without_a_table_gets_the_rule_of_thumb():
+    choose = by_shape.chooser("A GPU nobody tuned on", T4)
+    assert choose(512, 512, 32768) == by_shape.rule_of_thumb(512, 512, 32768, T4)
+
+
+def test_graded_runs_split_every_shape_of_the_suite_in_two_to_four_layers():
+    layers = {by_shape.graded_splits(s.M, s.N, s.K) for s in SMALL}
+    assert layers == {2, 3, 4}
+    assert {by_shape.in_turn(s.M, s.N, s.K).tiles for s in SMALL} == set(by_shape.TILES)
+
+
+def test_the_tuner_keeps_the_fastest_right_plan_of_each_class():
+    def time_plan(shape, plan):
+        # Faster with more layers, but 8 layers compute a wrong product.
+        return 100.0 * plan.splits, "wrong" if plan.splits == 8 else ""
+
+    plans, timings = tune_plans.search(H100, time_plan, lambda shape: 1000.0)
+    assert set(plans) == set(tune_plans.classes())
+    for cls, plan in plans.items():
+        right = [t for t in timings if (t.waves, t.k) == cls and not t.wrong]
+        assert plan.splits == max(t.splits for t in right) != 8
+    assert all(t.cublas_gflops == 1000.0 for t in timings)
+
+
+def test_the_reduction_takes_its_own_contract_and_a_gemm_kernel_is_told_so():
+    step = registry.step("09")
+    contract.check(step.source(), step.name_expression, step.path.name, contract.REDUCE)
+    with pytest.raises(contract.Mismatch, match="it has no splits and no partial"):
+        gemm = registry.step("08")
+        contract.check(gemm.source(), gemm.name_expression, gemm.path.name, contract.REDUCE)
+
+
+def test_the_reference_gemm_is_right_at_every_tile_shape_and_number_of_layers():
+    """The CPU runs each tile shape in turn, K split in 2 to 4 layers (the graded
+    GEMM), and the dispatcher's own plans with none forced."""
+    spec = KernelSpec.from_step(registry.step("09"))
+    assert spec.split_every_case
+    for s in (spec, replace(spec, split_every_case=False)):
+        report = judge.check(s, backend="cpu", shapes=SMALL)
+        assert report.ok and len(report.cases) == 2 * len(SMALL), str(report)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("splits", [1, 3])
+@pytest.mark.parametrize("tiles", by_shape.TILES)
+def test_on_a_gpu_every_tile_shape_is_right_on_the_whole_suite(tiles, splits):
+    import cupy
+
+    from autograder import checker
+    from autograder.backends import gpu_launcher
+
+    spec = replace(KernelSpec.from_step(registry.step("09")), split_every_case=False)
+    launch = gpu_launcher(spec, choose=lambda M, N, K: Plan(tiles, splits))
+    sync = cupy.cuda.Device().synchronize
+    events = checker.iter_suite(cupy, launch, checker.SUITE, 1, sync, checker.GPU_BUDGET)
+    results = [e for e in events if isinstance(e, checker.CaseResult)]
+    assert len(results) == 2 * len(checker.SUITE)
+    assert all(r.ok for r in results), [f"{r.label}: {r.message}" for r in results if not r.ok]
