@@ -21,7 +21,15 @@ LARGEST = (4096, 4096, 4096)
 # in for them. To measure one, run `python -m autograder bench STEP` on the GPU
 # of the CSV, commit the CSV, and remove the step here (tests/test_book.py
 # fails while the two disagree).
-NOT_YET_MEASURED: dict[str, str] = {}
+NOT_YET_MEASURED: dict[str, str] = {
+    "09_by_shape": "written on 2026-11-23 in a session that had no GPU",
+}
+
+
+# The steps whose kernel is a whole GEMM: what the roofline, the instruction mix
+# and the profiler's evidence are about. Step 09's kernel is split-K's
+# reduction, a memory-bound pass over the layers; its evidence is the sweep.
+GEMM_STEPS = [s for s in registry.STEPS if s.contract == "gemm"]
 
 
 def not_measured(names) -> str:
@@ -269,11 +277,11 @@ def roofline(gpu_name: str = "H100 SXM", size=LARGEST):
     xs = [2**e for e in range(-3, 11)]
     ax.plot(xs, [min(peak, bandwidth * x) for x in xs], color="black", label=f"{gpu_name} roof")
     placed, steps = [], []
-    for step in registry.STEPS:
+    for step in GEMM_STEPS:
         g = bench_row(step.id, size).gflops
         measured = measured_intensity(step.id, size)
         requested = requested_intensity(step.id)
-        colour = plt.cm.tab10(registry.STEPS.index(step) % 10)
+        colour = plt.cm.tab10(GEMM_STEPS.index(step) % 10)
         ax.plot([requested, measured], [g, g], color=colour, lw=0.6, alpha=0.5, ls=":")
         ax.scatter([requested], [g], facecolors="none", edgecolors=[colour], s=24, zorder=3)
         steps.append(ax.scatter([measured], [g], color=colour, s=36, zorder=4, label=step.name))
@@ -1273,3 +1281,95 @@ def compile_report(step_id: str, changes: list[dict], arch: str = "sm_80") -> No
         print(f"{step.name_expression} on {arch}: {said}")
     print(f"(NVRTC {compiler.nvrtc_version()}; a block may declare at most 48 KB = 49,152 "
           "bytes of static shared memory)")  # fmt: skip
+
+
+# ---- the shape sweep (`bench --sweep`), for step 09 ----------------------------------------
+
+
+def sweep_results() -> list[bench.Row]:
+    """Every committed sweep measurement (book/data/sweep_*.csv)."""
+    rows = []
+    for path in sorted(DATA.glob("sweep_*.csv")):
+        rows += bench.read_csv(path)
+    return rows
+
+
+def _sweep_shapes() -> list[tuple[str, tuple[int, int, int]]]:
+    return [(group, bench.parse_size(s)) for group, sizes in bench.SWEEP.items() for s in sizes]
+
+
+def sweep_plot(steps: list[str]):
+    """% of cuBLAS at every shape of the sweep, one bar per step, grouped by the sweep's
+    classes; the steps not measured yet are named under it."""
+    names = [_kernel(s) for s in steps]
+    rows = [r for r in sweep_results() if r.kernel in names]
+    measured = [n for n in names if any(r.kernel == n for r in rows)]
+    cell = {(r.kernel, (r.M, r.N, r.K)): r.pct_cublas for r in rows}
+    shapes = [(g, s) for g, s in _sweep_shapes() if any((n, s) in cell for n in measured)]
+    fig, ax = plt.subplots(figsize=(6.76, 4.2))
+    width = 0.8 / max(1, len(measured))
+    for i, name in enumerate(measured):
+        x = [j + (i - (len(measured) - 1) / 2) * width for j in range(len(shapes))]
+        ax.bar(x, [cell.get((name, s), math.nan) for _, s in shapes], width, label=name)
+    ax.axhline(100, color="black", linestyle="--", linewidth=1, label="cuBLAS (FP32)")
+    labels = [f"{m}×{n}×{k}" for _, (m, n, k) in shapes]
+    ax.set_xticks(range(len(shapes)), labels, rotation=60, ha="right", fontsize=7)
+    for j, (group, _) in enumerate(shapes):
+        if j == 0 or shapes[j - 1][0] != group:
+            ax.axvline(j - 0.5, color="grey", linewidth=0.5)
+            ax.text(j - 0.4, ax.get_ylim()[1] * 0.97, group, fontsize=7, va="top")
+    ax.set_ylabel("% of cuBLAS")
+    first = rows[0]
+    ax.set_title(f"The shape sweep on the {first.gpu} ({first.date}, CUDA {first.cuda})")
+    ax.legend(fontsize=7, loc="lower right")
+    fig.tight_layout()
+    plt.show()
+    missing = not_measured([n for n in names if n not in measured])
+    return Markdown(f"The plot leaves out what was not measured. {missing}") if missing else None
+
+
+def sweep_summary(steps: list[str]) -> Markdown:
+    """Each step's geometric mean and minimum (% of cuBLAS) over the sweep, and its
+    worst shape."""
+    lines = ["| step | geometric mean | minimum | at |", "|---|---:|---:|---|"]
+    for name in (_kernel(s) for s in steps):
+        rows = [r for r in sweep_results() if r.kernel == name]
+        if not rows:
+            lines.append(f"| {name} | not yet measured | | |")
+            continue
+        worst = min(rows, key=lambda r: r.pct_cublas)
+        mean = math.exp(sum(math.log(r.pct_cublas) for r in rows) / len(rows))
+        lines.append(
+            f"| {name} | {mean:.1f}% | {worst.pct_cublas:.1f}% | "
+            f"{_size_label((worst.M, worst.N, worst.K))} |"
+        )
+    return Markdown("\n".join(lines))
+
+
+def sweep_row(step, size) -> bench.Row:
+    """A step's committed sweep measurement at one shape."""
+    name, key = _kernel(step), _size(size)
+    for r in sweep_results():
+        if r.kernel == name and (r.M, r.N, r.K) == key:
+            return r
+    raise KeyError(f"no sweep row of {name} at {_size_label(size)}: `bench --sweep` adds it")
+
+
+def dispatch_plans(gpu_name: str = "H100 SXM", shapes=None) -> Markdown:
+    """What the rule of thumb (by_shape.rule_of_thumb) chooses at each sweep shape, for a
+    GPU with that many SMs, and what the plan costs (explorers.plan_costs)."""
+    from autograder import by_shape
+
+    count = sms(gpu_name)
+    lines = [
+        "| shape | plan | blocks | waves | split-K's extra traffic |",
+        "|---|---|---:|---:|---:|",
+    ]
+    for _, (M, N, K) in shapes or _sweep_shapes():
+        plan = by_shape.rule_of_thumb(M, N, K, count)
+        c = explorers.plan_costs(M, N, K, plan, count)
+        extra = f"{c.split_bytes / c.product_bytes:.0%}" if c.split_bytes else "none"
+        lines.append(
+            f"| {_size_label((M, N, K))} | {plan} | {c.blocks} | {c.waves:.2f} | {extra} |"
+        )
+    return Markdown("\n".join(lines))

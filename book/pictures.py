@@ -891,6 +891,112 @@ def _tensor_core(fig, step):
     )
 
 
+# --- Step 09: choosing by shape -------------------------------------------------------
+
+SHAPE_TILES = (2, 2)  # the example C, in tile rows and tile columns
+SHAPE_SMS = 16  # the example GPU's SMs, drawn two rows of eight
+SHAPE_K = 4096  # the example K: long enough to split
+
+
+def _sm_row(ax, y, colours, per_row=8):
+    """The example GPU's SMs from (0, y) on, per_row to a row: each coloured by the
+    block it runs, or white where it has none."""
+    for i, colour in enumerate(colours):
+        x, row = i % per_row, i // per_row
+        busy = colour is not None
+        _box(
+            ax,
+            x + 0.1,
+            y + row,
+            0.8,
+            0.8,
+            fc=colour if busy else "white",
+            ec="black" if busy else GREY,
+        )
+    _text(ax, -0.15, y + 0.9, "SMs", ha="right", size=SMALL + 1)
+
+
+def _by_shape(fig, step):
+    """A small C in 128 x 128 tiles leaves most SMs idle; split into S layers of K
+    (as by_shape.rule_of_thumb splits it on the example GPU), every SM has a block,
+    and step 09's kernel adds the layers up."""
+    from autograder import by_shape
+
+    tiles = by_shape.TILES[by_shape.MEASURE_TILES]
+    BM, BN = tiles["BM"], tiles["BN"]
+    rows, cols = SHAPE_TILES
+    M, N, K = rows * BM, cols * BN, SHAPE_K
+    count = by_shape.tile_count(M, N, by_shape.MEASURE_TILES)
+    S = by_shape.rule_of_thumb(M, N, K, SHAPE_SMS).splits
+    fig.set_size_inches(WIDTH, 3.9)
+    T = 1.3  # a tile's side, in the units of an SM's box
+    sms_y = rows * T + 2.7  # the first row of SMs
+    ylim = (-1.2, sms_y + SHAPE_SMS / 8 + 0.2)
+
+    def tiles_at(ax, x, y, colour, lw=1.0):
+        for r in range(rows):
+            for c in range(cols):
+                _box(ax, x + c * T, y + r * T, T, T, fc=colour, lw=lw)
+
+    # Left: step 08's grid, one block per tile.
+    left = _panel(fig, (0.03, 0.13, 0.45, 0.74), (-1.2, 8.1), ylim)
+    _text(left, 3.5, -1.1, "Step 08 alone: one layer", va="top", fontweight="bold", size=SMALL + 1)
+    x0 = 4 - cols * T / 2
+    tiles_at(left, x0, 0, BLUE)
+    _text(left, 4, rows * T + 0.2, f"C: {count} tiles of {BM}×{BN}", va="top", size=SMALL + 1)
+    _sm_row(left, sms_y, [BLUE] * count + [None] * (SHAPE_SMS - count))
+    idle = SHAPE_SMS - count
+    _text(left, 4, sms_y - 0.3, f"{count} blocks: {idle} SMs idle", va="bottom", size=SMALL + 1)
+    # Right: S layers of partial products, each its own run of K, added into C.
+    right = _panel(fig, (0.52, 0.13, 0.47, 0.74), (-1.2, 8.3), ylim)
+    _text(
+        right,
+        3.6,
+        -1.1,
+        f"Split-K: K in S = {S} layers",
+        va="top",
+        fontweight="bold",
+        size=SMALL + 1,
+    )
+    d = 0.3  # how far each layer lies behind the one in front
+    for s in reversed(range(S)):
+        tiles_at(right, s * d, (S - 1 - s) * d, SLICE_COLOURS[s % len(SLICE_COLOURS)])
+    stack_w = cols * T + (S - 1) * d
+    _text(
+        right,
+        stack_w / 2,
+        rows * T + (S - 1) * d + 0.2,
+        "partial[0 … S−1]",
+        va="top",
+        size=SMALL + 1,
+    )
+    cx = stack_w + 1.6
+    mid = (S - 1) * d + rows * T / 2
+    _arrow(right, (stack_w + 0.15, mid), (cx - 0.15, mid))
+    _text(right, (stack_w + cx) / 2, mid - 0.25, "sum", va="bottom", size=SMALL)
+    tiles_at(right, cx, (S - 1) * d, TILE_GREY, lw=1.5)
+    _text(right, cx + cols * T / 2, rows * T + (S - 1) * d + 0.2, "C", va="top", size=SMALL + 1)
+    layers = [SLICE_COLOURS[b // count % len(SLICE_COLOURS)] for b in range(count * S)]
+    _sm_row(right, sms_y, (layers + [None] * SHAPE_SMS)[:SHAPE_SMS])
+    busy = min(count * S, SHAPE_SMS)
+    _text(
+        right,
+        4,
+        sms_y - 0.3,
+        f"{count} × {S} = {count * S} blocks: {busy} SMs busy",
+        va="bottom",
+        size=SMALL + 1,
+    )
+    fig.text(
+        0.02,
+        0.02,
+        f"M = {M}, N = {N}, K = {K} on a GPU of {SHAPE_SMS} SMs. Layer s multiplies its own "
+        f"run of K into partial[s];\nstep 09's kernel adds the layers: 2 × 4 × S × M × N "
+        "more bytes written and read back.",
+        fontsize=SMALL + 1,
+    )
+
+
 # Every step's picture, by slug (tests/test_pictures.py checks that none is missing).
 DRAWINGS: dict[str, Callable[[Figure, registry.Step], None]] = {
     "cpu_triple_loop": _cpu_triple_loop,
@@ -903,6 +1009,7 @@ DRAWINGS: dict[str, Callable[[Figure, registry.Step], None]] = {
     "warptiling": _warptiling,
     "pipelining": _pipelining,
     "cp_async": _cp_async,
+    "by_shape": _by_shape,
     "tensor_core_tf32": _tensor_core,
 }
 

@@ -48,7 +48,12 @@ def test_every_chapter_shows_the_picture_of_its_step(step):
     )
 
 
-@pytest.mark.parametrize("step", registry.KERNELS, ids=lambda s: s.name)
+# Kernels that are a whole GEMM: step 09's is split-K's reduction, whose chapter's
+# evidence is the sweep (below).
+GEMM_KERNELS = [s for s in registry.KERNELS if s.contract == "gemm"]
+
+
+@pytest.mark.parametrize("step", GEMM_KERNELS, ids=lambda s: s.name)
 def test_every_kernel_chapter_shows_the_compilers_instruction_mix(step):
     assert f'figures.sass_mix("{step.id}")' in chapter(step), (
         f"book/{step.name}.md has no 'in numbers' evidence from the SASS: add "
@@ -56,7 +61,7 @@ def test_every_kernel_chapter_shows_the_compilers_instruction_mix(step):
     )
 
 
-@pytest.mark.parametrize("step", registry.STEPS[1:], ids=lambda s: s.name)
+@pytest.mark.parametrize("step", figures.GEMM_STEPS[1:], ids=lambda s: s.name)
 def test_every_optimisation_chapter_shows_its_profile_beside_the_previous_steps(step):
     text = chapter(step)
     assert f'figures.profile_compare("{step.id}")' in text, (
@@ -99,10 +104,10 @@ def test_a_step_without_a_bench_row_is_reported(monkeypatch):
     assert any("04_blocktiling_1d at 1024³" in m for m in missing), missing
 
 
-@pytest.mark.parametrize("step", registry.STEPS[1:], ids=lambda s: s.name)
+@pytest.mark.parametrize("step", figures.GEMM_STEPS[1:], ids=lambda s: s.name)
 def test_a_profile_table_says_where_and_how_it_was_measured(step):
     table = figures.profile_compare(step.id).data
-    before = registry.STEPS[registry.STEPS.index(step) - 1]
+    before = figures.GEMM_STEPS[figures.GEMM_STEPS.index(step) - 1]
     row = figures.profile_row(step.id)
     assert f"{before.id} at 4096³" in table and f"{step.id} at 4096³" in table
     for fact in (row["gpu"], row["date"], row["versions"], "python -m autograder profile"):
@@ -111,17 +116,29 @@ def test_a_profile_table_says_where_and_how_it_was_measured(step):
         assert metric in table, f"the profile table of {step.name} has no {metric!r} row"
 
 
+def test_the_shape_chapter_shows_the_sweep_against_cublas_and_the_plans():
+    text = chapter(registry.step("09"))
+    assert 'figures.sweep_plot(["06", "07", "08", "09"])' in text
+    assert 'figures.sweep_summary(["06", "07", "08", "09"])' in text
+    assert "figures.dispatch_plans(" in text
+    summary = figures.sweep_summary(["08", "09"]).data
+    if "09_by_shape" in figures.NOT_YET_MEASURED:
+        assert "| 09_by_shape | not yet measured |" in summary
+    r = figures.sweep_row("08", "512x512x32768")
+    assert f"{r.pct_cublas:.1f}%" in summary  # the minimum of 08 is its worst shape
+
+
 def test_the_roofline_places_steps_by_measured_dram_bytes_with_labels_apart():
     figures.roofline()
     ax = plt.gcf().axes[0]
     renderer = plt.gcf().canvas.get_renderer()
-    labels = [t for t in ax.texts if t.get_text() in {s.id for s in registry.STEPS}]
-    assert sorted(t.get_text() for t in labels) == sorted(s.id for s in registry.STEPS)
+    labels = [t for t in ax.texts if t.get_text() in {s.id for s in figures.GEMM_STEPS}]
+    assert sorted(t.get_text() for t in labels) == sorted(s.id for s in figures.GEMM_STEPS)
     boxes = [(t.get_text(), t.get_window_extent(renderer)) for t in labels]
     for i, (a, box_a) in enumerate(boxes):
         for b, box_b in boxes[i + 1 :]:
             assert not box_a.overlaps(box_b), f"the labels of {a} and {b} overlap"
-    for step in registry.STEPS:
+    for step in figures.GEMM_STEPS:
         x = figures.flops() / figures.dram_bytes(step.id)
         label = next(t for t in labels if t.get_text() == step.id)
         assert label.xy[0] == pytest.approx(x), f"{step.name} is not at its measured intensity"
