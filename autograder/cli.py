@@ -131,6 +131,13 @@ def _parser() -> argparse.ArgumentParser:
         help="N for NxNxN or MxNxK (default: 1024 2048 4096 1001x777x513 4095x4097x4093)",
     )
     b.add_argument(
+        "--ablation",
+        action="store_true",
+        help="time the last FP32 step with each of its tricks taken out in turn "
+        "(autograder/ablation.py), beside the whole kernel and cuBLAS, at 4096 and "
+        "4095x4097x4093 unless --sizes; into book/data/ablation_<gpu>.csv",
+    )
+    b.add_argument(
         "--sweep",
         action="store_true",
         help="time the published sweep of shapes (bench.SWEEP: square, skinny, small K, "
@@ -380,22 +387,31 @@ def _check(args) -> int:
 
 
 def _bench(args) -> int:
-    from . import bench
+    from . import ablation, bench
     from .kernel import KernelSpec
 
     if args.sweep and args.sizes:
         raise ValueError("give --sweep or --sizes, not both")
+    if args.ablation and (args.sweep or args.steps):
+        raise ValueError("--ablation times the last FP32 step's variants: give no STEP or --sweep")
     steps = [registry.step(s) for s in args.steps] or (
         [registry.STEPS[-1]] if args.sweep else list(registry.STEPS)
     )
-    sizes = bench.sweep_sizes() if args.sweep else args.sizes or bench.DEFAULT_SIZES
+    sizes = (
+        bench.sweep_sizes()
+        if args.sweep
+        else args.sizes or (ablation.SIZES if args.ablation else bench.DEFAULT_SIZES)
+    )
     for s in sizes:
         bench.parse_size(s)  # a typo is reported before anything runs
-    specs = {s.name: KernelSpec.from_step(s) for s in steps}  # and a step with no kernel
+    if args.ablation:
+        specs = ablation.specs()
+    else:
+        specs = {s.name: KernelSpec.from_step(s) for s in steps}  # and a step with no kernel
     gpu.require("bench")
     rows = bench.bench(specs, sizes)
     print(bench.sweep_table(rows) if args.sweep else bench.table(rows))
-    kind = "sweep" if args.sweep else "bench"
+    kind = "sweep" if args.sweep else "ablation" if args.ablation else "bench"
     path = bench.write_csv(rows, args.csv or bench.default_csv_path(rows, kind))
     print(f"results merged into {path}")
     if args.plot:

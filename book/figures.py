@@ -1373,3 +1373,45 @@ def dispatch_plans(gpu_name: str = "H100 SXM", shapes=None) -> Markdown:
             f"| {_size_label((M, N, K))} | {plan} | {c.blocks} | {c.waves:.2f} | {extra} |"
         )
     return Markdown("\n".join(lines))
+
+
+# ---- the last FP32 step's ablation (`bench --ablation`) ------------------------------------
+
+
+def ablation_table() -> Markdown:
+    """The last FP32 step with each of its tricks taken out (autograder/ablation.py): % of
+    cuBLAS in the same run, and what the trick is worth, at each size measured."""
+    from autograder import ablation
+
+    rows = []
+    for path in sorted(DATA.glob("ablation_*.csv")):
+        rows += bench.read_csv(path)
+    whole = registry.step(ablation.STEP).name
+    if not rows:
+        return Markdown(
+            f"**Not yet measured**: `python -m autograder bench --ablation` on a GPU times "
+            f"{whole} with each of these taken out in turn: "
+            + "; ".join(v.trick for v in ablation.VARIANTS)
+            + "."
+        )
+    sizes = sorted({(r.M, r.N, r.K) for r in rows}, key=lambda s: s[0] * s[1] * s[2])
+    cell = {(r.kernel, (r.M, r.N, r.K)): r for r in rows}
+    head = " | ".join(f"{_size_label(s)}: % of cuBLAS (the trick's worth)" for s in sizes)
+    lines = [f"| kernel | {head} |", "|---|" + "---:|" * len(sizes)]
+    for label in [whole, *(v.label for v in ablation.VARIANTS)]:
+        shown = []
+        for size in sizes:
+            r, full = cell.get((label, size)), cell.get((whole, size))
+            if r is None or full is None:
+                shown.append("—")
+            elif label == whole:
+                shown.append(f"{r.pct_cublas:.1f}%")
+            else:
+                shown.append(f"{r.pct_cublas:.1f}% ({full.gflops / r.gflops - 1:+.0%})")
+        lines.append(f"| {label} | " + " | ".join(shown) + " |")
+    first = rows[0]
+    lines.append(
+        f"\nMeasured by `python -m autograder bench --ablation` on an {first.gpu}, "
+        f"{first.date}, CUDA {first.cuda}, CuPy {first.cupy}."
+    )
+    return Markdown("\n".join(lines))

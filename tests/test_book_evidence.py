@@ -196,3 +196,21 @@ def test_comments_are_cut_but_strings_kept():
         " int b = 2;\n",
         'static_assert(true, "a // not a comment");\n',
     ]
+
+
+def test_the_ablation_table_gives_each_tricks_worth_from_the_committed_rows(tmp_path, monkeypatch):
+    from autograder import ablation, bench
+
+    def row(kernel, gflops):
+        return bench.Row(kernel, 4096, 4096, 4096, gflops, 50000.0, 100 * gflops / 50000.0,
+                         0.0, "Test GPU", "2026-11-23", "13.2", "14.2.0")  # fmt: skip
+
+    whole = registry.step(ablation.STEP).name
+    rows = [row(whole, 50000.0)] + [row(v.label, 40000.0) for v in ablation.VARIANTS]
+    bench.write_csv(rows, tmp_path / "ablation_test_gpu.csv")
+    monkeypatch.setattr(figures, "DATA", tmp_path)
+    table = figures.ablation_table().data
+    assert f"| {whole} | 100.0% |" in table
+    for v in ablation.VARIANTS:
+        assert f"| {v.label} | 80.0% (+25%) |" in table, table
+    assert "Test GPU, 2026-11-23, CUDA 13.2" in table

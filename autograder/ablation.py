@@ -1,0 +1,85 @@
+"""What each trick of the last FP32 step is worth: its kernel with one trick taken
+out at a time, timed beside the whole kernel and cuBLAS (`bench --ablation`).
+
+A variant is the kernel's own source with substitutions, each of which must
+apply exactly once (as the planted bugs of tests/planted.py do), so that a
+change to the kernel cannot leave a variant that silently takes nothing out.
+Every variant is still a right kernel: the tests check each one on the CPU.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+
+from . import registry
+from .kernel import KernelSpec
+
+# The step whose tricks are measured: the last FP32 step of the ladder.
+STEP = "08"
+SIZES = ("4096", "4095x4097x4093")
+
+
+@dataclass(frozen=True)
+class Variant:
+    trick: str  # what the variant takes out, in words
+    substitutions: tuple[tuple[str, str], ...] = ()
+    params: Mapping[str, int] = field(default_factory=dict)  # changed template parameters
+
+    @property
+    def label(self) -> str:
+        return f"{STEP} without {self.trick}"
+
+
+VARIANTS = (
+    Variant(
+        "the serpentine order of the FMAs",
+        (("const int j = m % 2 ? WNITER * TN - 1 - n : n;", "const int j = n;"),),
+    ),
+    Variant(
+        "bounds-free loads inside the matrices",
+        (
+            (
+                "const bool interior =\n      vecA && vecB && blockRow + BM <= M && blockCol + BN <= N;",
+                "const bool interior = false;",
+            ),
+        ),
+    ),
+    Variant(
+        "__launch_bounds__ (two blocks per SM)",
+        (
+            (
+                (
+                    "__launch_bounds__((BM / WM) * (BN / WN) * 32,\n"
+                    "                                  blocks_per_sm((BM / WM) * (BN / WN) * 32,\n"
+                    "                                                WM * WN / 32))"
+                ),
+                "",
+            ),
+        ),
+    ),
+    Variant("BK = 16 (BK = 8 instead)", params={"BK": 8}),
+)
+
+
+class StaleVariant(ValueError):
+    """A substitution that no longer applies exactly once to the kernel."""
+
+
+def spec(variant: Variant) -> KernelSpec:
+    step = registry.step(STEP).with_params(**variant.params)
+    source = step.source()
+    for old, new in variant.substitutions:
+        if source.count(old) != 1:
+            raise StaleVariant(
+                f"'{variant.label}': {old!r} occurs {source.count(old)} times in "
+                f"{step.path.name}, not once: update autograder/ablation.py"
+            )
+        source = source.replace(old, new)
+    return replace(KernelSpec.from_step(step), source=source)
+
+
+def specs() -> dict[str, KernelSpec]:
+    """The whole kernel, then each variant, by the label its rows carry."""
+    whole = registry.step(STEP)
+    return {whole.name: KernelSpec.from_step(whole), **{v.label: spec(v) for v in VARIANTS}}
