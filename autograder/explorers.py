@@ -269,12 +269,16 @@ def roofline_explorer():
             f"{f['memory_ms']:.3f} ms (memory): {f['bound']}-bound on the {gpu_name}"
         )
 
+    return w.interactive(show, **_shape_and_gpu(w, 1024, 1024, 1024))
+
+
+def _shape_and_gpu(w, M: int, N: int, K: int, max_K: int = 8192) -> dict:
+    """Sliders for M, N and K (starting at these) and a menu of GPUs."""
     size = dict(min=1, max=8192, step=1)
-    return w.interactive(
-        show,
-        M=w.IntSlider(value=1024, **size),
-        N=w.IntSlider(value=1024, **size),
-        K=w.IntSlider(value=1024, **size),
+    return dict(
+        M=w.IntSlider(value=M, **size),
+        N=w.IntSlider(value=N, **size),
+        K=w.IntSlider(value=K, **{**size, "max": max_K}),
         gpu_name=w.Dropdown(options=list(GPUS)),
     )
 
@@ -291,17 +295,13 @@ def dispatch_explorer():
             c = plan_costs(M, N, K, by_shape.Plan(tiles, splits), sms)
             print(
                 f"  {c.plan!s:<28} {c.blocks:6d} blocks, {c.waves:6.2f} waves "
-                f"({c.busy:4.0%} of the last busy), split-K adds "
+                f"({c.busy:4.0%} of the SMs' time busy), split-K adds "
                 f"{c.split_bytes / c.product_bytes:5.0%} to the least traffic"
             )
 
-    size = dict(min=1, max=8192, step=1)
     return w.interactive(
         show,
-        M=w.IntSlider(value=512, **size),
-        N=w.IntSlider(value=512, **size),
-        K=w.IntSlider(value=8192, min=1, max=65536, step=1),
-        gpu_name=w.Dropdown(options=list(GPUS)),
+        **_shape_and_gpu(w, 512, 512, 8192, max_K=65536),
         splits=w.IntSlider(value=1, min=1, max=by_shape.MAX_SPLITS),
     )
 
