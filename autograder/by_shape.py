@@ -114,12 +114,15 @@ class Table:
     measured: str = ""  # when, with which versions, in words
 
     def choose(self, M: int, N: int, K: int) -> Plan:
-        """The class's plan, with its number of layers scaled to this C: the class
-        keeps the number of blocks that paid at its measured shape."""
+        """The class's plan, with its number of layers scaled to this C: a class
+        that splits keeps the number of blocks that paid at its measured shape, and
+        one that does not split never does."""
         cls = shape_class(M, N, K, self.sms)
         plan = self.plans.get(cls)
         if plan is None:
             return rule_of_thumb(M, N, K, self.sms)
+        if plan.splits == 1:
+            return plan
         M0, N0, _ = measured_shape(cls, self.sms)
         blocks = plan.splits * tile_count(M0, N0, plan.tiles)
         splits = round(blocks / tile_count(M, N, plan.tiles))
