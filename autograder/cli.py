@@ -514,16 +514,21 @@ def _tune(args) -> int:
 
 def _tune_plans(args) -> int:
     """tune 09: the dispatcher's table for this GPU."""
-    from . import by_shape, tune_plans
+    from . import by_shape, hardware, tune_plans
 
     if args.dry_run:
-        sms = gpu.device_info().sms if not gpu.unavailable_reason() else 132
+        if gpu.unavailable_reason():
+            where, sms = "an H100 SXM", hardware.GPUS["H100 SXM"]["sms"]
+        else:
+            info = gpu.device_info()
+            where, sms = info.name, info.sms
+        print(f"the plans tune 09 would time on {where} ({sms} SMs):")
         for cls in tune_plans.classes():
             shape = by_shape.measured_shape(cls, sms)
             plans = tune_plans.candidates(shape, sms)
             layers = sorted({p.splits for p in plans})
             print(
-                f"{'x'.join(map(str, shape)):<18} {len(plans):3d} plans: "
+                f"  {'x'.join(map(str, shape)):<18} {len(plans):3d} plans: "
                 f"{len(by_shape.TILES)} tile shapes, K in {', '.join(map(str, layers))} layers"
             )
         return OK

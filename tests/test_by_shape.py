@@ -158,3 +158,13 @@ def test_on_a_gpu_every_tile_shape_is_right_on_the_whole_suite(tiles, splits):
     results = [e for e in events if isinstance(e, checker.CaseResult)]
     assert len(results) == 2 * len(checker.SUITE)
     assert all(r.ok for r in results), [f"{r.label}: {r.message}" for r in results if not r.ok]
+
+
+def test_tune_09_dry_run_lists_every_class_and_its_plans_without_a_gpu(capsys):
+    from autograder import cli
+
+    assert cli.main(["tune", "09", "--dry-run"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("the plans tune 09 would time on")
+    assert len(lines) == 1 + len(tune_plans.classes())
+    assert all(f"{len(by_shape.TILES)} tile shapes" in line for line in lines[1:])
