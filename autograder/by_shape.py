@@ -217,11 +217,11 @@ def compose(
         if splits == 1:
             return gemms[plan.tiles](M, N, K, alpha, A, B, beta, C)
         partial = workspace(splits * M * N)
+        last.update(partial=partial, splits=splits)
         notes = [
             gemms[plan.tiles](M, N, K, 1.0, A, B, 0.0, partial, layers=splits),
             reduce(M, N, splits, alpha, partial, beta, C),
         ]
-        last.update(partial=partial, splits=splits)
         return "; ".join(n for n in notes if n) or None
 
     def explain_layers(xp, got, C0, alpha, beta, tolerance) -> str:
@@ -269,4 +269,6 @@ def compose(
         )
 
     launch.explain_layers = explain_layers
+    # The last split launch's workspace, for compute-sanitizer to name (sanitizer._target).
+    launch.workspace = lambda: last.get("partial")
     return launch

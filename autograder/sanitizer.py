@@ -314,8 +314,14 @@ def _target(work: Path) -> None:
     }
     placed = {n: [m.data.ptr, m.nbytes] for n, m in matrices.items()}
     (work / "placed.json").write_text(json.dumps(placed))
-    launch(M, N, K, ALPHA, matrices["A"], matrices["B"], BETA, matrices["C"])
-    cupy.cuda.Device().synchronize()
+    try:
+        launch(M, N, K, ALPHA, matrices["A"], matrices["B"], BETA, matrices["C"])
+        cupy.cuda.Device().synchronize()
+    finally:  # step 09's GEMM: where its workspace of layers lay, once it had one
+        partial = getattr(launch, "workspace", lambda: None)()
+        if partial is not None:
+            placed["partial"] = [partial.data.ptr, partial.nbytes]
+            (work / "placed.json").write_text(json.dumps(placed))
 
 
 if __name__ == "__main__":

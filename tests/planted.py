@@ -113,11 +113,22 @@ HALF_A_TILE = planted(
     "03", "    As[ty][tx] = (row < M", "    if (ty < BS / 2) As[ty][tx] = (row < M"
 )
 
-# Right on every case by luck only: their reads outside A or B land in the
-# checker's padding and go unused. On exact-size buffers they read other data.
+# Step 09's reduction with its bounds check after the loop: threads outside C
+# add up layers too, and those of the last rows read past the end of the
+# workspace, then store nothing.
+LATE_BOUND = planted_all(
+    "09",
+    ("  if (row >= M || col >= N) return;\n", ""),
+    ("  C[i] = alpha", "  if (row >= M || col >= N) return;\n  C[i] = alpha"),
+)
+
+# Right on every case by luck only: their reads outside A or B (or the split-K
+# workspace) land in padding and go unused. On exact-size buffers they read
+# other data.
 UNSAFE = {
     "A tile's row bound missing": (MISSING_ROW_BOUND, "the kernel read outside A"),
     "load guards on threadIdx": (GUARD_ON_THREADIDX, "the kernel read outside"),
+    "reduction's bounds checked after its loads": (LATE_BOUND, "the kernel read outside partial"),
 }
 
 # Row and column swapped in the sums: C[i][j] gets (AB)[j][i]. Only a square C

@@ -11,6 +11,7 @@ from dataclasses import replace
 import pytest
 from planted import (
     GUARD_ON_THREADIDX,
+    LATE_BOUND,
     HALF_A_TILE,
     MISSING_ROW_BOUND,
     RACES,
@@ -43,6 +44,18 @@ def test_a_read_outside_a_whose_value_is_never_used_fails_and_says_where():
         text,
     ), text
     assert "even where the value is never used" in text, text
+
+
+def test_a_reduction_reading_past_its_workspace_fails_naming_partial_and_the_line():
+    report = check(LATE_BOUND, shapes=SMALL)
+    assert not report.ok, str(report)
+    text = messages(report)
+    assert re.search(
+        r"thread \(\d+, \d+, 0\) of block \(\d+, \d+, 0\) read partial\[\d+\], \d+ floats? "
+        r"past the end of partial, at 09_by_shape\.cu:\d+: the kernel read outside partial",
+        text,
+    ), text
+    assert "partial s of element (row, col) is partial[s * M * N + row * N + col]" in text, text
 
 
 def test_load_guards_on_threadidx_fail_naming_the_access():

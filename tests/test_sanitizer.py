@@ -46,6 +46,18 @@ def test_an_address_before_a_matrix_is_named_before_its_start():
     )
 
 
+def test_a_read_past_step_09s_workspace_is_named_as_one_past_partial():
+    base = 1 << 40
+    matrices = {"A": [base, 400], "B": [base + 4096, 400], "C": [base + 8192, 400]}
+    matrices["partial"] = [base + 16384, 800]
+    access = sanitizer.Access("read", 4, base + 16384 + 800, False, (0, 0, 0), (0, 3, 0), 34)
+    text = sanitizer.explain([access], matrices, "09_by_shape.cu")
+    assert text.startswith(
+        "thread (0, 0, 0) of block (0, 3, 0) read partial[200], 1 float past the end of "
+        "partial, at 09_by_shape.cu:34: the kernel read outside partial,"
+    ), text
+
+
 def test_a_misaligned_float4_names_the_matrix_it_reads():
     log, matrices = logged("memcheck_float4_misaligned")
     text = sanitizer.explain(sanitizer.parse(log), matrices, "06_vectorized.cu")
@@ -89,8 +101,8 @@ def test_a_kernel_right_only_by_luck_fails_on_a_gpu_with_the_access_and_line(bug
     text = report.failures[0].message
     assert phrase in text, text
     assert re.search(
-        rf"thread \(\d+, \d+, 0\) of block \(\d+, \d+, 0\) read [AB]\[\d+\], \d+ floats? "
-        rf"(past the end|before the start) of [AB], at {spec.filename}:\d+",
+        rf"thread \(\d+, \d+, 0\) of block \(\d+, \d+, 0\) read (A|B|partial)\[\d+\], \d+ "
+        rf"floats? (past the end|before the start) of (A|B|partial), at {spec.filename}:\d+",
         text,
     ), text
 
