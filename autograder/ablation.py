@@ -10,10 +10,10 @@ Every variant is still a right kernel: the tests check each one on the CPU.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from . import registry
-from .kernel import KernelSpec
+from .kernel import KernelSpec, NotOnce, substituted
 
 # The step whose tricks are measured: the last FP32 step of the ladder.
 STEP = "08"
@@ -68,15 +68,10 @@ class StaleVariant(ValueError):
 
 def spec(variant: Variant) -> KernelSpec:
     step = registry.step(STEP).with_params(**variant.params)
-    source = step.source()
-    for old, new in variant.substitutions:
-        if source.count(old) != 1:
-            raise StaleVariant(
-                f"'{variant.label}': {old!r} occurs {source.count(old)} times in "
-                f"{step.path.name}, not once: update autograder/ablation.py"
-            )
-        source = source.replace(old, new)
-    return replace(KernelSpec.from_step(step), source=source)
+    try:
+        return substituted(KernelSpec.from_step(step), variant.substitutions)
+    except NotOnce as e:
+        raise StaleVariant(f"'{variant.label}': {e}: update autograder/ablation.py") from None
 
 
 def specs() -> dict[str, KernelSpec]:

@@ -7,7 +7,7 @@ child process that runs the kernel.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from . import registry
@@ -24,6 +24,22 @@ def _require_cuda(step: Step) -> None:
             f"{step.name} is a {step.language} step: its notebook runs it, and there is "
             "no kernel to compile, launch or time"
         )
+
+
+class NotOnce(ValueError):
+    """A substitution whose text does not occur exactly once in the source."""
+
+
+def substituted(spec: "KernelSpec", substitutions) -> "KernelSpec":
+    """spec with each (old, new) applied to its source; each old must occur exactly
+    once, so that a change to the kernel cannot leave a substitution that silently
+    changes nothing (tests/planted.py's bugs, autograder/ablation.py's variants)."""
+    source = spec.source
+    for old, new in substitutions:
+        if source.count(old) != 1:
+            raise NotOnce(f"{old!r} occurs {source.count(old)} times in {spec.filename}, not once")
+        source = source.replace(old, new)
+    return replace(spec, source=source)
 
 
 @dataclass(frozen=True)

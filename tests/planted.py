@@ -6,16 +6,17 @@ kernel cannot silently leave a "bug" that is no bug. Each comes with a phrase
 the checker's message must contain, on every backend.
 """
 
-from dataclasses import replace
-
 from autograder import KernelSpec, registry
+from autograder.kernel import substituted
+
+
+def planted_all(step_id: str, *substitutions) -> KernelSpec:
+    """Several substitutions into one reference kernel, each applying exactly once."""
+    return substituted(KernelSpec.from_step(registry.step(step_id)), substitutions)
 
 
 def planted(step_id: str, old: str, new: str) -> KernelSpec:
-    step = registry.step(step_id)
-    source = step.source()
-    assert source.count(old) == 1, f"{old!r} must occur once in {step.path.name}"
-    return replace(KernelSpec.from_step(step), source=source.replace(old, new))
+    return planted_all(step_id, (old, new))
 
 
 BOUNDS = "if (row < M && col < N) {"
@@ -81,16 +82,6 @@ RACES = {
         "03", "__syncthreads();  // everyone is done reading", "// everyone is done reading"
     ),
 }
-
-
-def planted_all(step_id: str, *substitutions) -> KernelSpec:
-    """Several substitutions into one reference kernel, each applying exactly once."""
-    spec = KernelSpec.from_step(registry.step(step_id))
-    source = spec.source
-    for old, new in substitutions:
-        assert source.count(old) == 1, f"{old!r} must occur once"
-        source = source.replace(old, new)
-    return replace(spec, source=source)
 
 
 # The A tile's load in step 05 checks K but not M: rows past the end of A are
