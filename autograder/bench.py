@@ -17,6 +17,7 @@ import typing
 from dataclasses import asdict, dataclass, replace
 from functools import partial
 from pathlib import Path
+from statistics import geometric_mean
 
 import numpy as np
 
@@ -152,6 +153,10 @@ def table(rows: list[Row]) -> str:
         )
     cublas = [next(r.cublas_gflops for r in rows if (r.M, r.N, r.K) == s) for s in sizes]
     lines.append(f"{'cuBLAS':<20}" + "".join(f"{c:>{width}.0f}" for c in cublas))
+    if len({(r.M, r.N, r.K, r.cublas_gflops) for r in rows}) > len(sizes):
+        # Rows merged from several runs: each % is against its own run's cuBLAS.
+        lines.append("(rows from several runs: each % is against cuBLAS in its own run;")
+        lines.append(" the cuBLAS line is the first row's run)")
     return "\n".join(lines)
 
 
@@ -181,14 +186,10 @@ def sweep_table(rows: list[Row]) -> str:
                 + "".join(f"{f'{c.pct_cublas:.1f}' if c else '-':>{width}}" for c in found)
                 + f"{cublas:>16.0f}"
             )
-    for label, summary in (("geomean", _geomean), ("minimum", min)):
+    for label, summary in (("geomean", geometric_mean), ("minimum", min)):
         values = [[r.pct_cublas for r in rows if r.kernel == k] for k in kernels]
         lines.append(f"{label:<28}" + "".join(f"{summary(v):>{width}.1f}" for v in values))
     return "\n".join(lines)
-
-
-def _geomean(values: list[float]) -> float:
-    return float(np.exp(np.mean(np.log(values))))
 
 
 def read_csv(path: Path) -> list[Row]:

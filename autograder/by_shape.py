@@ -20,6 +20,7 @@ from __future__ import annotations
 import bisect
 import json
 import math
+import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,14 +46,20 @@ MEASURE_TILES = "128x128"
 WAVE_BOUNDS = (0.25, 1.0, 4.0)
 # ... and how long its K is (up to 256, 2048, 8192, longer).
 K_BOUNDS = (256, 2048, 8192)
-# Where the tuner measures each class: waves of 128 x 128 tiles, and K.
+# A class's plan counts its layers at this shape (measured_shape): waves of
+# 128 x 128 tiles, and K. At any other shape of the class they are scaled.
 WAVES_MEASURED = (1 / 8, 1 / 2, 2.0, 8.0)
 K_MEASURED = (128, 1024, 4096, 16384)
+# The tuner times each class at four odd shapes across it (sample_shapes), not at
+# one: a plan fitted to one shape can be a third slower at its neighbours. The
+# open ends of the first and last ranges run from one tile, and stop here.
+WAVES_SAMPLED_TO = 16.0
+K_SAMPLED_FROM, K_SAMPLED_TO = 64, 65536
 # Each layer keeps at least this many BK-wide slices of K: a shorter one spends
 # more on filling its pipeline and writing its partial product than on FMAs.
 MIN_SLICES_PER_LAYER = 4
 MAX_SPLITS = 32
-TABLE_VERSION = 1
+TABLE_VERSION = 2
 
 
 @dataclass(frozen=True)
@@ -77,7 +84,7 @@ def max_splits(K: int, tiles: str) -> int:
 
 
 def shape_class(M: int, N: int, K: int, sms: int) -> tuple[int, int]:
-    """(wave class, K class): indices into WAVE_BOUNDS and K_BOUNDS, 0 to 3 each."""
+    """(wave class, K class): indices into WAVES_MEASURED and K_MEASURED, 0 to 3 each."""
     waves = tile_count(M, N, MEASURE_TILES) / sms
     return bisect.bisect_left(WAVE_BOUNDS, waves), bisect.bisect_left(K_BOUNDS, K)
 
@@ -87,7 +94,39 @@ def measured_shape(shape_cls: tuple[int, int], sms: int) -> tuple[int, int, int]
     w, k = shape_cls
     side = 128 * math.sqrt(WAVES_MEASURED[w] * sms)
     side = max(32, round(side / 32) * 32)
+    if w < len(WAVE_BOUNDS):  # on a GPU with few SMs, no more tiles than the class allows
+        side = min(side, 128 * max(1, math.isqrt(int(WAVE_BOUNDS[w] * sms))))
     return side, side, K_MEASURED[k]
+
+
+def sample_shapes(shape_cls: tuple[int, int], sms: int) -> list[tuple[int, int, int]]:
+    """Where the tuner times a class: a quarter and three quarters of the way across
+    its range of waves and of K (on log scales), with odd sides, so that a plan is
+    chosen for the class and not for one shape of it."""
+    w, k = shape_cls
+    waves = (1 / sms, *WAVE_BOUNDS, WAVES_SAMPLED_TO)[w : w + 2]
+    ks = (K_SAMPLED_FROM, *K_BOUNDS, K_SAMPLED_TO)[k : k + 2]
+
+    def across(lo, hi, t):
+        return lo ** (1 - t) * hi**t
+
+    return [
+        (side, side, round(across(*ks, tk)) | 1)
+        for tw in (0.25, 0.75)
+        for side in [round(128 * math.sqrt(across(*waves, tw) * sms)) | 1]
+        for tk in (0.25, 0.75)
+    ]
+
+
+def scaled(plan: Plan, shape_cls: tuple[int, int], M: int, N: int, K: int, sms: int) -> Plan:
+    """A class's plan at one of its shapes: a plan that splits keeps the number of
+    blocks it makes at the class's measured shape; one that does not split never does."""
+    if plan.splits == 1:
+        return plan
+    M0, N0, _ = measured_shape(shape_cls, sms)
+    blocks = plan.splits * tile_count(M0, N0, plan.tiles)
+    splits = round(blocks / tile_count(M, N, plan.tiles))
+    return Plan(plan.tiles, max(1, min(splits, max_splits(K, plan.tiles))))
 
 
 def rule_of_thumb(M: int, N: int, K: int, sms: int) -> Plan:
@@ -114,19 +153,12 @@ class Table:
     measured: str = ""  # when, with which versions, in words
 
     def choose(self, M: int, N: int, K: int) -> Plan:
-        """The class's plan, with its number of layers scaled to this C: a class
-        that splits keeps the number of blocks that paid at its measured shape, and
-        one that does not split never does."""
+        """The class's plan, scaled to this shape (see scaled)."""
         cls = shape_class(M, N, K, self.sms)
         plan = self.plans.get(cls)
         if plan is None:
             return rule_of_thumb(M, N, K, self.sms)
-        if plan.splits == 1:
-            return plan
-        M0, N0, _ = measured_shape(cls, self.sms)
-        blocks = plan.splits * tile_count(M0, N0, plan.tiles)
-        splits = round(blocks / tile_count(M, N, plan.tiles))
-        return Plan(plan.tiles, max(1, min(splits, max_splits(K, plan.tiles))))
+        return scaled(plan, cls, M, N, K, self.sms)
 
     def to_json(self) -> str:
         return json.dumps(
@@ -135,6 +167,8 @@ class Table:
                 "gpu": self.gpu,
                 "sms": self.sms,
                 "measured": self.measured,
+                "wave_bounds": WAVE_BOUNDS,
+                "k_bounds": K_BOUNDS,
                 "plans": [
                     {"waves": w, "k": k, "tiles": p.tiles, "splits": p.splits}
                     for (w, k), p in sorted(self.plans.items())
@@ -149,6 +183,11 @@ class Table:
         if data.get("version") != TABLE_VERSION:
             raise ValueError(
                 f"a dispatch table of version {data.get('version')}, not {TABLE_VERSION}"
+            )
+        if (tuple(data["wave_bounds"]), tuple(data["k_bounds"])) != (WAVE_BOUNDS, K_BOUNDS):
+            raise ValueError(
+                "a dispatch table measured for other shape classes than by_shape's: "
+                "run `python -m autograder tune 09` again"
             )
         plans = {(e["waves"], e["k"]): Plan(e["tiles"], int(e["splits"])) for e in data["plans"]}
         unknown = {p.tiles for p in plans.values()} - set(TILES)
@@ -176,7 +215,10 @@ def chooser(gpu_name: str, sms: int) -> Callable[[int, int, int], Plan]:
     """choose(M, N, K) for this GPU: from its measured table, else by rule of thumb."""
     path = table_path(gpu_name)
     if path.exists():
-        return Table.from_json(path.read_text()).choose
+        try:
+            return Table.from_json(path.read_text()).choose
+        except (ValueError, KeyError) as e:  # a table from an older version of by_shape
+            warnings.warn(f"{path}: {e}; step 09 chooses by rule of thumb instead", stacklevel=2)
     return lambda M, N, K: rule_of_thumb(M, N, K, sms)
 
 

@@ -527,9 +527,11 @@ def _tune_plans(args) -> int:
             shape = by_shape.measured_shape(cls, sms)
             plans = tune_plans.candidates(shape, sms)
             layers = sorted({p.splits for p in plans})
+            where = ", ".join("x".join(map(str, s)) for s in by_shape.sample_shapes(cls, sms))
             print(
                 f"  {'x'.join(map(str, shape)):<18} {len(plans):3d} plans: "
                 f"{len(by_shape.TILES)} tile shapes, K in {', '.join(map(str, layers))} layers"
+                f" here; timed at {where}"
             )
         return OK
     table, timings = tune_plans.run()

@@ -1,11 +1,12 @@
 """python -m autograder tune 09: measure step 09's dispatch table on the GPU at hand.
 
 For each shape class (by_shape.shape_class), every candidate plan (a tile shape
-of by_shape.TILES, and a number of layers of K) is timed at the class's
-measured shape (by_shape.measured_shape), its output checked, cuBLAS timed
-beside it; the fastest right plan becomes the class's entry. Every timing lands
-in a CSV, the table in book/data/dispatch_<gpu>.json, which the dispatcher then
-reads on that GPU.
+of by_shape.TILES, and a number of layers of K at the class's measured shape)
+is timed at four shapes across the class (by_shape.sample_shapes), scaled to
+each as the dispatcher would scale it, its output checked, cuBLAS timed beside
+it; the plan right at all four with the best geometric mean of its share of
+cuBLAS becomes the class's entry. Every timing lands in a CSV, the table in
+book/data/dispatch_<gpu>.json, which the dispatcher then reads on that GPU.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from functools import partial
 from pathlib import Path
+from statistics import geometric_mean
 
 from . import by_shape, gpu, registry
 from .by_shape import Plan, Table
@@ -36,10 +38,15 @@ class Timing:
     N: int
     K: int
     tiles: str
-    splits: int
+    splits: int  # at this shape
+    class_splits: int  # the candidate's, at the class's measured shape
     gflops: float | None
     cublas_gflops: float
     wrong: str = ""  # why the output was not the product; "" when it was
+
+    @property
+    def share(self) -> float:
+        return self.gflops / self.cublas_gflops
 
 
 def candidates(shape: tuple[int, int, int], sms: int) -> list[Plan]:
@@ -62,27 +69,60 @@ def classes() -> list[tuple[int, int]]:
     )
 
 
+def trials(cls: tuple[int, int], sms: int) -> list[tuple[Plan, tuple[int, int, int], Plan]]:
+    """(candidate, shape, the candidate scaled to that shape) for every time a class's
+    search runs a plan."""
+    reference = by_shape.measured_shape(cls, sms)
+    return [
+        (plan, shape, by_shape.scaled(plan, cls, *shape, sms))
+        for plan in candidates(reference, sms)
+        for shape in by_shape.sample_shapes(cls, sms)
+    ]
+
+
 def search(
     sms: int,
     time_plan: Callable[[tuple[int, int, int], Plan], tuple[float, str]],
     time_cublas: Callable[[tuple[int, int, int]], float],
 ) -> tuple[dict[tuple[int, int], Plan], list[Timing]]:
     """Every class's best plan, and every timing. time_plan(shape, plan) returns the
-    plan's GFLOP/s and why its output was wrong ('' when right); a wrong plan is
-    never chosen."""
+    plan's GFLOP/s and why its output was wrong ('' when right); a plan wrong at any
+    of its class's shapes is never chosen."""
     plans, timings = {}, []
     for cls in classes():
-        shape = by_shape.measured_shape(cls, sms)
-        cublas = time_cublas(shape)
-        best = None
-        for plan in candidates(shape, sms):
-            rate, wrong = time_plan(shape, plan)
-            timings.append(Timing(*cls, *shape, plan.tiles, plan.splits, rate, cublas, wrong))
-            if not wrong and (best is None or rate > best[0]):
-                best = rate, plan
-        if best:
-            plans[cls] = best[1]
-    return plans, timings
+        cublas = {shape: time_cublas(shape) for shape in by_shape.sample_shapes(cls, sms)}
+        ran = {}  # two candidates can scale to one plan at a shape: timed once
+        for plan, shape, at_shape in trials(cls, sms):
+            if (shape, at_shape) not in ran:
+                ran[shape, at_shape] = time_plan(shape, at_shape)
+            rate, wrong = ran[shape, at_shape]
+            timings.append(
+                Timing(
+                    *cls,
+                    *shape,
+                    at_shape.tiles,
+                    at_shape.splits,
+                    plan.splits,
+                    rate,
+                    cublas[shape],
+                    wrong,
+                )
+            )
+        plans[cls] = best_plan(cls, timings)
+    return {cls: plan for cls, plan in plans.items() if plan}, timings
+
+
+def best_plan(cls: tuple[int, int], timings: list[Timing]) -> Plan | None:
+    """The candidate right at every shape of the class with the best geometric mean
+    of its share of cuBLAS there."""
+    by_plan: dict[Plan, list[Timing]] = {}
+    for t in timings:
+        if (t.waves, t.k) == cls:
+            by_plan.setdefault(Plan(t.tiles, t.class_splits), []).append(t)
+    right = {p: ts for p, ts in by_plan.items() if not any(t.wrong for t in ts)}
+    if not right:
+        return None
+    return max(right, key=lambda p: geometric_mean(t.share for t in right[p]))
 
 
 def run(progress: bool = True) -> tuple[Table, list[Timing]]:
@@ -118,8 +158,8 @@ def run(progress: bool = True) -> tuple[Table, list[Timing]]:
         A, B, C, _ = arrays(shape)
         return gflops(*shape, repeated_ms(partial(cupy.matmul, A, B, out=C)) / 1e3)
 
-    total = sum(len(candidates(by_shape.measured_shape(c, info.sms), info.sms)) for c in classes())
-    bar = tqdm(total=total, disable=not progress, unit="plan")
+    runs = {(shape, plan) for cls in classes() for _, shape, plan in trials(cls, info.sms)}
+    bar = tqdm(total=len(runs), disable=not progress, unit="run")
 
     def time_plan(shape, plan):
         A, B, C, fingerprint = arrays(shape)
@@ -149,19 +189,70 @@ def write(table: Table, timings: list[Timing]) -> tuple[Path, Path]:
     return json_path, csv_path
 
 
-def summary(table: Table, timings: list[Timing]) -> str:
-    """Each class's measured shape, its best plan and how it compares with cuBLAS and
-    with 128 x 128 tiles unsplit (step 08 as it stands)."""
-    lines = [f"step 09's dispatch table for the {table.gpu} ({table.sms} SMs), {table.measured}"]
+@dataclass(frozen=True)
+class ClassResult:
+    """One class's entry: its plan and the geometric mean of its share of cuBLAS
+    over the class's shapes, beside step 08 alone (128 x 128 tiles, unsplit)."""
+
+    shape: tuple[int, int, int]  # the class's measured shape, where its layers are counted
+    plan: Plan
+    pct_cublas: float
+    alone_pct_cublas: float
+
+
+def class_results(table: Table, timings: list[Timing]) -> list[ClassResult]:
+    results = []
     for cls in classes():
-        rows = [t for t in timings if (t.waves, t.k) == cls]
         plan = table.plans.get(cls)
-        if not rows or plan is None:
+        if plan is None:
             continue
-        best = next(t for t in rows if (t.tiles, t.splits) == (plan.tiles, plan.splits))
-        plain = next((t for t in rows if (t.tiles, t.splits) == (by_shape.MEASURE_TILES, 1)), None)
-        shape = f"{best.M}x{best.N}x{best.K}"
-        pct = 100 * best.gflops / best.cublas_gflops
-        before = f", 08 alone {100 * plain.gflops / plain.cublas_gflops:5.1f}%" if plain else ""
-        lines.append(f"  {shape:<18} {plan!s:<28} {pct:5.1f}% of cuBLAS{before}")
+
+        def pct(tiles, splits):
+            rows = [
+                t
+                for t in timings
+                if (t.waves, t.k, t.tiles, t.class_splits) == (*cls, tiles, splits)
+            ]
+            return 100 * geometric_mean(t.share for t in rows)
+
+        shape = by_shape.measured_shape(cls, table.sms)
+        results.append(
+            ClassResult(shape, plan, pct(plan.tiles, plan.splits), pct(by_shape.MEASURE_TILES, 1))
+        )
+    return results
+
+
+def summary(table: Table, timings: list[Timing]) -> str:
+    lines = [
+        f"step 09's dispatch table for the {table.gpu} ({table.sms} SMs), {table.measured}",
+        (
+            "  (layers counted at the class's measured shape; % of cuBLAS: geometric mean"
+            " over the class's four shapes)"
+        ),
+    ]
+    for r in class_results(table, timings):
+        shape = "x".join(map(str, r.shape))
+        lines.append(
+            f"  {shape:<18} {r.plan!s:<28} {r.pct_cublas:5.1f}% of cuBLAS,"
+            f" 08 alone {r.alone_pct_cublas:5.1f}%"
+        )
     return "\n".join(lines)
+
+
+def read(json_path: Path) -> tuple[Table, list[Timing]]:
+    """A table and its timings as write() left them."""
+    table = Table.from_json(json_path.read_text())
+    with json_path.with_suffix(".csv").open(newline="") as f:
+        types = {name: field.type for name, field in Timing.__dataclass_fields__.items()}
+        timings = [
+            Timing(**{k: _parse(types[k], v) for k, v in row.items()}) for row in csv.DictReader(f)
+        ]
+    return table, timings
+
+
+def _parse(annotation: str, text: str):
+    if annotation == "int":
+        return int(text)
+    if annotation.startswith("float"):
+        return float(text) if text else None
+    return text

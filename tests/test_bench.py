@@ -61,6 +61,18 @@ def test_table_shows_gflops_percent_of_cublas_and_peak():
     assert text.index("1024x1024x1024") < text.index("4096x4096x4096")  # smallest first
 
 
+def test_a_table_of_rows_from_several_runs_says_whose_cublas_it_shows():
+    one_run = [
+        row("07", (1024,) * 3, 400.0, cublas=800.0),
+        row("08", (1024,) * 3, 500.0, cublas=800.0),
+    ]
+    assert "several runs" not in bench.table(one_run)
+    merged = [one_run[0], row("08", (1024,) * 3, 500.0, cublas=1000.0)]
+    text = bench.table(merged)
+    assert "400 (50.0%)" in text and "500 (50.0%)" in text
+    assert "rows from several runs" in text
+
+
 def test_plot_writes_a_png(tmp_path):
     rows = [row("07", (1024,) * 3, 400.0), row("06", (1024,) * 3, 300.0)]
     path = bench.plot(rows, tmp_path / "plot.png")

@@ -1,6 +1,7 @@
 """Step 09: the dispatcher's choices, its table, the tuner's search, and the GEMM it
 composes, on the CPU (tests/test_gpu.py runs the same GEMM on a GPU)."""
 
+import json
 import math
 from dataclasses import replace
 
@@ -64,12 +65,18 @@ def test_each_layer_keeps_at_least_its_minimum_of_slices():
             assert S <= by_shape.MAX_SPLITS
 
 
-def test_shape_classes_cover_every_shape_and_each_class_is_measured_inside_itself():
-    for w, k in tune_plans.classes():
-        M, N, K = by_shape.measured_shape((w, k), H100)
-        assert by_shape.shape_class(M, N, K, H100) == (w, k)
-    assert by_shape.shape_class(1, 1, 1, H100) == (0, 0)
-    assert by_shape.shape_class(8192, 8192, 65536, H100) == (3, 3)
+@pytest.mark.parametrize("sms", [T4, 58, 108, H100])  # an L4 has 58 SMs, an A100 108
+def test_shape_classes_cover_every_shape_and_each_class_is_measured_inside_itself(sms):
+    for cls in tune_plans.classes():
+        assert by_shape.shape_class(*by_shape.measured_shape(cls, sms), sms) == cls
+        samples = by_shape.sample_shapes(cls, sms)
+        assert len(set(samples)) == 4
+        for M, N, K in samples:
+            assert by_shape.shape_class(M, N, K, sms) == cls
+            assert M % 2 == N % 2 == K % 2 == 1  # odd: partial tiles and a ragged K
+    assert by_shape.shape_class(1, 1, 1, sms) == (0, 0)
+    last = (len(by_shape.WAVES_MEASURED) - 1, len(by_shape.K_MEASURED) - 1)
+    assert by_shape.shape_class(8192, 8192, 65536, sms) == last
 
 
 def table(plans) -> Table:
@@ -77,7 +84,7 @@ def table(plans) -> Table:
 
 
 def test_a_table_keeps_its_classs_block_count_and_is_read_back_as_written():
-    cls = (0, 2)  # under a quarter wave, K up to 8192
+    cls = by_shape.shape_class(128, 4096, 4096, H100)
     t = table({cls: Plan("128x128", 8)})
     M0, N0, _ = by_shape.measured_shape(cls, H100)
     blocks = 8 * by_shape.tile_count(M0, N0, "128x128")
@@ -89,8 +96,7 @@ def test_a_table_keeps_its_classs_block_count_and_is_read_back_as_written():
     # A class the table lacks falls back on the rule of thumb.
     assert t.choose(4096, 4096, 4096) == by_shape.rule_of_thumb(4096, 4096, 4096, H100)
     # A class measured best unsplit stays unsplit, whatever its shape.
-    big = table({(3, 2): Plan("128x256", 1)})
-    assert by_shape.shape_class(2200, 4200, 4096, H100) == (3, 2)
+    big = table({by_shape.shape_class(2200, 4200, 4096, H100): Plan("128x256", 1)})
     assert big.choose(2200, 4200, 4096) == Plan("128x256", 1)
 
 
@@ -98,6 +104,13 @@ def test_a_table_naming_tiles_the_dispatcher_lacks_is_refused():
     text = table({(0, 0): Plan("128x128", 1)}).to_json().replace("128x128", "96x96")
     with pytest.raises(ValueError, match="96x96"):
         Table.from_json(text)
+
+
+def test_a_table_measured_for_other_shape_classes_is_refused():
+    data = json.loads(table({(0, 0): Plan("128x128", 1)}).to_json())
+    data["k_bounds"] = [256, 1024, 4096, 16384]
+    with pytest.raises(ValueError, match="tune 09"):
+        Table.from_json(json.dumps(data))
 
 
 def test_a_gpu_without_a_table_gets_the_rule_of_thumb():
@@ -111,17 +124,46 @@ def test_graded_runs_split_every_shape_of_the_suite_in_two_to_four_layers():
     assert {by_shape.in_turn(s.M, s.N, s.K).tiles for s in SMALL} == set(by_shape.TILES)
 
 
-def test_the_tuner_keeps_the_fastest_right_plan_of_each_class():
+def test_the_tuner_keeps_the_plan_best_across_its_class_and_right_at_every_shape():
+    first = {cls: by_shape.sample_shapes(cls, H100)[0] for cls in tune_plans.classes()}
+
     def time_plan(shape, plan):
-        # Faster with more layers, but 8 layers compute a wrong product.
-        return 100.0 * plan.splits, "wrong" if plan.splits == 8 else ""
+        # 64x64 tiles are the fastest everywhere, but wrong at each class's first
+        # shape; otherwise more layers are faster.
+        wrong = plan.tiles == "64x64" and shape in first.values()
+        return (10_000.0 if plan.tiles == "64x64" else 100.0 * plan.splits), (
+            "wrong" if wrong else ""
+        )
 
     plans, timings = tune_plans.search(H100, time_plan, lambda shape: 1000.0)
     assert set(plans) == set(tune_plans.classes())
     for cls, plan in plans.items():
-        right = [t for t in timings if (t.waves, t.k) == cls and not t.wrong]
-        assert plan.splits == max(t.splits for t in right) != 8
+        assert plan.tiles != "64x64"
+        rows = [t for t in timings if (t.waves, t.k) == cls]
+        assert {(t.M, t.N, t.K) for t in rows} == set(by_shape.sample_shapes(cls, H100))
+        # Each timing ran the candidate as the dispatcher scales it to that shape.
+        for t in rows:
+            at_shape = by_shape.scaled(Plan(t.tiles, t.class_splits), cls, t.M, t.N, t.K, H100)
+            assert t.splits == at_shape.splits
+
+        # No right candidate has a better geometric mean over the class's shapes.
+        def mean(p):
+            return math.prod(t.share for t in rows if (t.tiles, t.class_splits) == p) ** 0.25
+
+        candidates = {(t.tiles, t.class_splits) for t in rows if t.tiles != "64x64"}
+        assert mean((plan.tiles, plan.splits)) == max(map(mean, candidates))
     assert all(t.cublas_gflops == 1000.0 for t in timings)
+
+
+def test_a_table_from_an_older_dispatcher_warns_and_falls_back_on_the_rule_of_thumb(
+    tmp_path, monkeypatch
+):
+    monkeypatch.setattr(registry, "DATA_DIR", tmp_path)
+    stale = json.loads(table({(0, 0): Plan("128x128", 1)}).to_json()) | {"version": 1}
+    by_shape.table_path("Old GPU").write_text(json.dumps(stale))
+    with pytest.warns(UserWarning, match="version 1.*rule of thumb"):
+        choose = by_shape.chooser("Old GPU", H100)
+    assert choose(128, 128, 128) == by_shape.rule_of_thumb(128, 128, 128, H100)
 
 
 def test_the_reduction_takes_its_own_contract_and_a_gemm_kernel_is_told_so():
@@ -154,9 +196,12 @@ def test_on_a_gpu_every_tile_shape_is_right_on_the_whole_suite(tiles, splits):
     spec = replace(KernelSpec.from_step(registry.step("09")), split_every_case=False)
     launch = gpu_launcher(spec, choose=lambda M, N, K: Plan(tiles, splits))
     sync = cupy.cuda.Device().synchronize
-    events = checker.iter_suite(cupy, launch, checker.SUITE, 1, sync, checker.GPU_BUDGET)
+    budget = checker.GPU_BUDGET
+    events = list(checker.iter_suite(cupy, launch, checker.SUITE, 1, sync, budget))
+    assert not [e for e in events if isinstance(e, checker.Skipped)]
     results = [e for e in events if isinstance(e, checker.CaseResult)]
-    assert len(results) == 2 * len(checker.SUITE)
+    # The large shape runs with beta != 0 only (Budget.one_beta), the others with both.
+    assert len(results) == sum(1 if s in budget.one_beta else 2 for s in checker.SUITE)
     assert all(r.ok for r in results), [f"{r.label}: {r.message}" for r in results if not r.ok]
 
 
