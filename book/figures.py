@@ -21,9 +21,7 @@ LARGEST = (4096, 4096, 4096)
 # in for them. To measure one, run `python -m autograder bench STEP` on the GPU
 # of the CSV, commit the CSV, and remove the step here (tests/test_book.py
 # fails while the two disagree).
-NOT_YET_MEASURED: dict[str, str] = {
-    "09_by_shape": "written on 2026-11-23 in a session that had no GPU",
-}
+NOT_YET_MEASURED: dict[str, str] = {}
 
 
 # The steps whose kernel is a whole GEMM: what the roofline, the instruction mix
@@ -920,8 +918,8 @@ def glue(**values) -> None:
 
 def missing_data() -> list[str]:
     """What the book's evidence needs and the committed data lacks: a bench row of every
-    step of the ladder at every size the bench measured, and a profile row of every step
-    at 4096³. Empty when nothing is missing."""
+    step of the ladder at every size the bench measured, and a profile row of every GEMM
+    step at 4096³ (step 09's evidence is the sweep). Empty when nothing is missing."""
     problems = []
     sizes = sorted({(r.M, r.N, r.K) for r in results()})
     for step in registry.STEPS:
@@ -932,6 +930,8 @@ def missing_data() -> list[str]:
                 bench_row(step.id, size)
             except KeyError as e:
                 problems.append(str(e))
+        if step not in GEMM_STEPS:
+            continue
         try:
             profile_row(step.id, LARGEST)
         except KeyError as e:
@@ -1373,6 +1373,31 @@ def dispatch_plans(gpu_name: str = "H100 SXM", shapes=None) -> Markdown:
             f"| {_size_label((M, N, K))} | {plan} | {c.blocks} | {c.waves:.2f} | {extra} |"
         )
     return Markdown("\n".join(lines))
+
+
+def dispatch_table() -> Markdown:
+    """The measured dispatch tables committed (`tune 09`): each class's plan, and its
+    share of cuBLAS over the class's four shapes beside step 08 alone's."""
+    from autograder import tune_plans
+
+    parts = []
+    for path in sorted(DATA.glob("dispatch_*.json")):
+        table, timings = tune_plans.read(path)
+        lines = [
+            f"**{table.gpu}** ({table.sms} SMs), {table.measured}:",
+            "",
+            "| class (its measured shape) | plan | % of cuBLAS | 08 alone |",
+            "|---|---|---:|---:|",
+        ]
+        for r in tune_plans.class_results(table, timings):
+            lines.append(
+                f"| {_size_label(r.shape)} | {r.plan} | {r.pct_cublas:.1f}% "
+                f"| {r.alone_pct_cublas:.1f}% |"
+            )
+        parts.append("\n".join(lines))
+    return Markdown(
+        "\n\n".join(parts) or "**No table measured yet**: `python -m autograder tune 09`."
+    )
 
 
 # ---- the last FP32 step's ablation (`bench --ablation`) ------------------------------------
