@@ -8,9 +8,9 @@ points, with a message containing its `expected` phrase; the honest reference
 beside them keeps its verdict.
 """
 
-from dataclasses import replace
 
 from autograder import KernelSpec, registry
+from autograder.kernel import substituted
 
 STEP = registry.step("05")
 WRONG_WHEN_TIMED = "a timed launch's output was wrong"
@@ -22,11 +22,7 @@ _KERNEL = "// [docs:kernel]\n"
 
 
 def _edit(*substitutions: tuple[str, str]) -> KernelSpec:
-    source = STEP.source()
-    for old, new in substitutions:
-        assert source.count(old) == 1, f"{old!r} must occur once in {STEP.path.name}"
-        source = source.replace(old, new)
-    return replace(KernelSpec.from_step(STEP), source=source)
+    return substituted(KernelSpec.from_step(STEP), substitutions)
 
 
 def cheats(M: int, N: int, K: int) -> dict[str, KernelSpec]:

@@ -15,7 +15,8 @@ import itertools
 import shutil
 from pathlib import Path
 
-from autograder import registry
+from autograder import KernelSpec, registry
+from autograder.kernel import substituted
 
 STEP = registry.step("05")
 ROOT = Path(__file__).resolve().parent.parent
@@ -58,13 +59,8 @@ TIMING_VARIANTS = {
 
 
 def kernel_source(kind: str) -> str:
-    source = STEP.source()
     substitution = KINDS[kind][0] if kind in KINDS else TIMING_VARIANTS[kind]
-    if substitution:
-        old, new = substitution
-        assert source.count(old) == 1, f"{old!r} must occur once in {STEP.path.name}"
-        source = source.replace(old, new)
-    return source
+    return substituted(KernelSpec.from_step(STEP), [substitution] if substitution else []).source
 
 
 def _notebook_with(kernel: str, path: Path) -> None:
