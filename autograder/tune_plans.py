@@ -112,17 +112,26 @@ def search(
     return {cls: plan for cls, plan in plans.items() if plan}, timings
 
 
-def best_plan(cls: tuple[int, int], timings: list[Timing]) -> Plan | None:
-    """The candidate right at every shape of the class with the best geometric mean
-    of its share of cuBLAS there."""
-    by_plan: dict[Plan, list[Timing]] = {}
+def by_candidate(cls: tuple[int, int], timings: list[Timing]) -> dict[Plan, list[Timing]]:
+    """A class's timings, grouped by the candidate (its layers at the measured shape)."""
+    groups: dict[Plan, list[Timing]] = {}
     for t in timings:
         if (t.waves, t.k) == cls:
-            by_plan.setdefault(Plan(t.tiles, t.class_splits), []).append(t)
-    right = {p: ts for p, ts in by_plan.items() if not any(t.wrong for t in ts)}
+            groups.setdefault(Plan(t.tiles, t.class_splits), []).append(t)
+    return groups
+
+
+def mean_share(rows: list[Timing]) -> float:
+    """The geometric mean of a candidate's share of cuBLAS over its class's shapes."""
+    return geometric_mean(t.share for t in rows)
+
+
+def best_plan(cls: tuple[int, int], timings: list[Timing]) -> Plan | None:
+    """The candidate right at every shape of the class with the best mean_share."""
+    right = {p: ts for p, ts in by_candidate(cls, timings).items() if not any(t.wrong for t in ts)}
     if not right:
         return None
-    return max(right, key=lambda p: geometric_mean(t.share for t in right[p]))
+    return max(right, key=lambda p: mean_share(right[p]))
 
 
 def run(progress: bool = True) -> tuple[Table, list[Timing]]:
@@ -206,18 +215,11 @@ def class_results(table: Table, timings: list[Timing]) -> list[ClassResult]:
         plan = table.plans.get(cls)
         if plan is None:
             continue
-
-        def pct(tiles, splits):
-            rows = [
-                t
-                for t in timings
-                if (t.waves, t.k, t.tiles, t.class_splits) == (*cls, tiles, splits)
-            ]
-            return 100 * geometric_mean(t.share for t in rows)
-
+        groups = by_candidate(cls, timings)
+        alone = groups[Plan(by_shape.MEASURE_TILES, 1)]
         shape = by_shape.measured_shape(cls, table.sms)
         results.append(
-            ClassResult(shape, plan, pct(plan.tiles, plan.splits), pct(by_shape.MEASURE_TILES, 1))
+            ClassResult(shape, plan, 100 * mean_share(groups[plan]), 100 * mean_share(alone))
         )
     return results
 

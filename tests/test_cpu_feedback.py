@@ -33,29 +33,31 @@ def messages(report) -> str:
     return " / ".join([c.message for c in report.failures] + [report.error])
 
 
-def test_a_read_outside_a_whose_value_is_never_used_fails_and_says_where():
-    report = check(MISSING_ROW_BOUND, shapes=SMALL)
-    assert not report.ok, str(report)
-    text = messages(report)
-    # The matrix, the element, how far outside, the thread, the block, the line.
-    assert re.search(
+# The matrix, the element, how far outside, the thread, the block, the line, and what to check.
+READS_OUTSIDE = {
+    "A's row bound missing": (
+        MISSING_ROW_BOUND,
         r"thread \(\d+, \d+, 0\) of block \(\d+, \d+, 0\) read A\[\d+\], \d+ floats? past "
         r"the end of A, at [\w.]+\.cu:41: the kernel read outside A",
-        text,
-    ), text
-    assert "even where the value is never used" in text, text
-
-
-def test_a_reduction_reading_past_its_workspace_fails_naming_partial_and_the_line():
-    report = check(LATE_BOUND, shapes=SMALL)
-    assert not report.ok, str(report)
-    text = messages(report)
-    assert re.search(
+        "even where the value is never used",
+    ),
+    "reduction's bounds after its loads": (
+        LATE_BOUND,
         r"thread \(\d+, \d+, 0\) of block \(\d+, \d+, 0\) read partial\[\d+\], \d+ floats? "
         r"past the end of partial, at 09_by_shape\.cu:\d+: the kernel read outside partial",
-        text,
-    ), text
-    assert "partial s of element (row, col) is partial[s * M * N + row * N + col]" in text, text
+        "partial s of element (row, col) is partial[s * M * N + row * N + col]",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", READS_OUTSIDE)
+def test_a_read_outside_whose_value_is_never_used_fails_and_says_where(name):
+    kernel, where, hint = READS_OUTSIDE[name]
+    report = check(kernel, shapes=SMALL)
+    assert not report.ok, str(report)
+    text = messages(report)
+    assert re.search(where, text), text
+    assert hint in text, text
 
 
 def test_load_guards_on_threadidx_fail_naming_the_access():
