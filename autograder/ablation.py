@@ -50,9 +50,8 @@ VARIANTS = (
         (
             (
                 (
-                    "__launch_bounds__((BM / WM) * (BN / WN) * 32,\n"
-                    "                                  blocks_per_sm((BM / WM) * (BN / WN) * 32,\n"
-                    "                                                WM * WN / 32))"
+                    "__launch_bounds__(block_threads(BM, BN, WM, WN),\n"
+                    "                                  blocks_per_sm(BM, BN, BK, WM, WN, WNITER, TN))"
                 ),
                 "",
             ),

@@ -89,27 +89,41 @@ __device__ __forceinline__ void update4(float* C, int row, int col, int M,
 }
 // [docs:helpers-end]
 
-// How many blocks an SM should hold: as many as its 64K registers fit at two
-// registers per accumulator (the accumulators, both sets of fragments, the
-// prefetched slice and the indices need about that). __launch_bounds__ makes
-// the compiler stay within that budget: left alone, it takes a few registers
-// more than 128 for an 8 x 8 thread tile, and an SM then holds one block of
-// 256 threads instead of two, with nothing to run while that one waits.
-__host__ __device__ constexpr int blocks_per_sm(int threads, int accumulators) {
-  return 65536 / (2 * accumulators * threads) > 1
-             ? 65536 / (2 * accumulators * threads)
-             : 1;
+// The threads of a block: one warp per WM x WN warp tile.
+__host__ __device__ constexpr int block_threads(int BM, int BN, int WM, int WN) {
+  return (BM / WM) * (BN / WN) * 32;
+}
+
+// How many blocks an SM should hold: as many as its 64K registers fit, at what
+// a thread holds. That is its accumulators, both sets of fragments, its share
+// of the prefetched slice and about 16 registers of indices and pointers, or
+// twice its accumulators where that is more (the compiler takes about that at
+// the largest warp tiles). __launch_bounds__ makes the compiler stay within
+// that budget: left alone, it takes a few registers more than 128 for an
+// 8 x 8 thread tile, and an SM then holds one block of 256 threads instead of
+// two, with nothing to run while that one waits. (At step 09's small tiles,
+// 32 accumulators a thread, the fixed part is what counts: a budget of two
+// registers per accumulator made them spill.)
+__host__ __device__ constexpr int blocks_per_sm(int BM, int BN, int BK, int WM,
+                                                int WN, int WNITER, int TN) {
+  const int threads = block_threads(BM, BN, WM, WN);
+  const int accumulators = WM * WN / 32;
+  const int fragments = accumulators / (WNITER * TN) + WNITER * TN;
+  const int held =
+      accumulators + 2 * fragments + BK * (BM + BN) / threads + 16;
+  const int registers = held > 2 * accumulators ? held : 2 * accumulators;
+  return 65536 / (registers * threads) > 1 ? 65536 / (registers * threads)
+                                           : 1;
 }
 
 // [docs:kernel]
 template <int BM, int BN, int BK, int WM, int WN, int WNITER, int TM, int TN>
-__global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32,
-                                  blocks_per_sm((BM / WM) * (BN / WN) * 32,
-                                                WM * WN / 32))
+__global__ void __launch_bounds__(block_threads(BM, BN, WM, WN),
+                                  blocks_per_sm(BM, BN, BK, WM, WN, WNITER, TN))
 sgemm_pipelining(int M, int N, int K, float alpha, const float* A,
                  const float* B, float beta, float* C) {
   // [docs:params]
-  constexpr int NUM_THREADS = (BM / WM) * (BN / WN) * 32;
+  constexpr int NUM_THREADS = block_threads(BM, BN, WM, WN);
   // A warp's 32 threads each own WMITER x WNITER tiles of TM x TN.
   constexpr int WMITER = (WM * WN) / (32 * TM * TN * WNITER);
   constexpr int WSUBM = WM / WMITER;  // rows of one warp sub-tile
