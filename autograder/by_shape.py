@@ -30,14 +30,18 @@ from .kernel import KernelSpec
 
 # The tile shapes the dispatcher chooses from: step 08's kernel at these
 # parameters, biggest tiles first. Each is within the T4's limits and compiles
-# without spilling for sm_75 and sm_90 (tests/test_by_shape.py): of the
-# registry's search space, these are the spill-free ones that the H100 search
-# (book/data/tune_08_*) timed fastest at their tile size.
+# without spilling for sm_75 and sm_90 (tests/test_by_shape.py). The two big
+# ones are the spill-free ones that the H100 search (book/data/tune_08_*) timed
+# fastest at their tile size. The two small ones have four warps of 32 x 32 or
+# 32 x 64. The search's fastest at 4096^3 had one and two warps of 64 x 64,
+# but on small shapes a block's warps are all that an SM may get: on the
+# sweep's eight smallest, four warps with fewer accumulators each were as fast
+# or faster at every shape, 1.5 times as fast at 128^3 (H100, 2026-11-23).
 TILES: dict[str, dict[str, int]] = {
     "128x256": dict(BM=128, BN=256, BK=16, WM=64, WN=64, WNITER=2, TM=8, TN=4),
     "128x128": dict(registry.step("08").params),
-    "64x128": dict(BM=64, BN=128, BK=8, WM=64, WN=64, WNITER=2, TM=8, TN=4),
-    "64x64": dict(BM=64, BN=64, BK=8, WM=64, WN=64, WNITER=4, TM=8, TN=4),
+    "64x128": dict(BM=64, BN=128, BK=16, WM=32, WN=64, WNITER=2, TM=8, TN=4),
+    "64x64": dict(BM=64, BN=64, BK=16, WM=32, WN=32, WNITER=1, TM=8, TN=4),
 }
 # The tiles a shape class is measured in (waves of them per GPU).
 MEASURE_TILES = "128x128"
