@@ -13,15 +13,14 @@ from __future__ import annotations
 
 import csv
 import datetime
-import typing
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, fields, replace
 from functools import partial
 from pathlib import Path
 from statistics import geometric_mean
 
 import numpy as np
 
-from . import gpu
+from . import gpu, typed_csv
 from .checker import ALPHA, SENTINEL
 from .kernel import KernelSpec
 from .registry import DATA_DIR
@@ -54,9 +53,6 @@ class Row:
     date: str
     cuda: str
     cupy: str
-
-
-_ROW_TYPES = typing.get_type_hints(Row)
 
 
 def parse_size(text: str) -> tuple[int, int, int]:
@@ -193,8 +189,7 @@ def sweep_table(rows: list[Row]) -> str:
 
 
 def read_csv(path: Path) -> list[Row]:
-    with Path(path).open(newline="") as f:
-        return [Row(**{k: _ROW_TYPES[k](v) for k, v in d.items()}) for d in csv.DictReader(f)]
+    return typed_csv.read(path, Row)
 
 
 def default_csv_path(rows: list[Row], kind: str = "bench") -> Path:
@@ -206,7 +201,7 @@ def default_csv_path(rows: list[Row], kind: str = "bench") -> Path:
 def write_csv(rows: list[Row], path: Path) -> Path:
     """Merge rows into path: a new measurement replaces the old one of the same kernel and shape."""
     path = Path(path)
-    names = list(_ROW_TYPES)
+    names = [f.name for f in fields(Row)]
     kept = {}
     if path.exists():
         with path.open(newline="") as f:

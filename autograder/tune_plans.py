@@ -20,7 +20,7 @@ from functools import partial
 from pathlib import Path
 from statistics import geometric_mean
 
-from . import by_shape, gpu, registry
+from . import by_shape, gpu, registry, typed_csv
 from .by_shape import Plan, Table
 
 # Layers tried per tile shape: as many as by_shape.max_splits allows at the
@@ -244,17 +244,4 @@ def summary(table: Table, timings: list[Timing]) -> str:
 def read(json_path: Path) -> tuple[Table, list[Timing]]:
     """A table and its timings as write() left them."""
     table = Table.from_json(json_path.read_text())
-    with json_path.with_suffix(".csv").open(newline="") as f:
-        types = {name: field.type for name, field in Timing.__dataclass_fields__.items()}
-        timings = [
-            Timing(**{k: _parse(types[k], v) for k, v in row.items()}) for row in csv.DictReader(f)
-        ]
-    return table, timings
-
-
-def _parse(annotation: str, text: str):
-    if annotation == "int":
-        return int(text)
-    if annotation.startswith("float"):
-        return float(text) if text else None
-    return text
+    return table, typed_csv.read(json_path.with_suffix(".csv"), Timing)
