@@ -201,22 +201,14 @@ def default_csv_path(rows: list[Row], kind: str = "bench") -> Path:
 def write_csv(rows: list[Row], path: Path) -> Path:
     """Merge rows into path: a new measurement replaces the old one of the same kernel and shape."""
     path = Path(path)
-    names = [f.name for f in fields(Row)]
-    kept = {}
-    if path.exists():
-        with path.open(newline="") as f:
-            for old in csv.DictReader(f):
-                kept[(old["kernel"], old["M"], old["N"], old["K"])] = old
-    for r in rows:
-        kept[(r.kernel, str(r.M), str(r.N), str(r.K))] = asdict(r)
+    kept = {(r.kernel, r.M, r.N, r.K): r for r in (read_csv(path) if path.exists() else [])}
+    kept.update({(r.kernel, r.M, r.N, r.K): r for r in rows})
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=names)
+        writer = csv.DictWriter(f, fieldnames=[f.name for f in fields(Row)])
         writer.writeheader()
         writer.writerows(
-            sorted(
-                kept.values(), key=lambda d: (d["kernel"], int(d["M"]) * int(d["N"]) * int(d["K"]))
-            )
+            asdict(r) for r in sorted(kept.values(), key=lambda r: (r.kernel, r.M * r.N * r.K))
         )
     return path
 
