@@ -34,13 +34,13 @@ class Variant:
 VARIANTS = (
     Variant(
         "the serpentine order of the FMAs",
-        (("const int j = m % 2 ? WNITER * TN - 1 - n : n;", "const int j = n;"),),
+        (("const int m = n % 2 ? WMITER * TM - 1 - i : i;", "const int m = i;"),),
     ),
     Variant(
-        "bounds-free loads inside the matrices",
+        "bounds-free loops for blocks inside the matrices",
         (
             (
-                "const bool interior =\n      vecA && vecB && blockRow + BM <= M && blockCol + BN <= N;",
+                "const bool interior = blockRow + BM <= M && blockCol + BN <= N;",
                 "const bool interior = false;",
             ),
         ),

@@ -201,21 +201,24 @@ of A and B goes into registers while the current one is multiplied, and is store
 second shared buffer, so one barrier per slice is enough; the fragments for k + 1 go into a
 second set of registers while the FMAs of k run.""",
         task="""\
-Write the main loop that runs the pipeline: `fetch(k0)` (a slice of A and B into registers),
-`stash(buf)` (those registers into shared buffer `buf`), `load_fragments(buf, k, set)` and
-`multiply(set)` are written for you. Fill the pipeline with slice 0 and its first fragments;
-then, for each slice, fetch the next one before any FMA, and for each k load the fragments
-for k + 1 into the other set before multiplying those for k. At the last k, hand over: stash
-the next slice into the other buffer, pass the barrier, load its first fragments, and only
-then run the last FMAs. About 20 lines.""",
+Write the pipeline's two parts: its fill, and `slice(k0, buf, next)`, which multiplies slice k0
+(in shared buffer `buf`) while the next one is on its way. Written for you: `fetch(k0)` (slice
+k0 of A and B into registers, with bounds checks), `fetch_next(k0, next)` (the same, the way
+`next` says; nothing when it is `NONE`), `stash(buf)` (those registers into shared buffer
+`buf`), `load_fragments(buf, k, set)`, `multiply(set)`, and the walk over K that calls
+`slice`. Fill the pipeline with slice 0 and its first fragments. In `slice`, fetch the next
+slice before any FMA, and for each k load the fragments for k + 1 into the other set before
+multiplying those for k. At the last k, if there is a next slice, hand over: stash it into the
+other buffer, pass the barrier, load its first fragments, and only then run the last FMAs.
+About 20 lines.""",
         region="mainloop",
         hints=(
-            "Before the loop: `fetch(0); stash(0); __syncthreads(); load_fragments(0, 0, 0);`.",
-            "Walk the block's share of K with `for (int k0 = 0, buf = 0; k0 < layerK; k0 += BK, "
-            "buf ^= 1)`; `const bool more = k0 + BK < layerK;` says whether there is a next "
-            "slice to fetch (layerK is all of K, except in step 09's split-K).",
+            "The fill: `fetch(0); stash(0); __syncthreads(); load_fragments(0, 0, 0);`.",
+            "`auto slice = [&](int k0, int buf, Next next) { fetch_next(k0 + BK, next); ... };`. "
+            "The walk passes `NONE` for the last slice of the block's share of K (layerK: all of "
+            "K, except in step 09's split-K).",
             "For each k: if `k + 1 < BK`, `load_fragments(buf, k + 1, (k + 1) % 2)`; else, if "
-            "there is more, `stash(buf ^ 1); __syncthreads(); load_fragments(buf ^ 1, 0, 0);`. "
+            "`next != NONE`, `stash(buf ^ 1); __syncthreads(); load_fragments(buf ^ 1, 0, 0);`. "
             "Then `multiply(k % 2)`.",
             "One barrier per slice is enough: `stash` writes buffer `buf ^ 1`, which every warp "
             "finished reading before the previous barrier.",

@@ -28,7 +28,11 @@
 //   keep two blocks per SM in spite of it (81 -> 84, these three together);
 // - blocks inside the matrices load whole float4s without bounds checks
 //   (84 -> 88);
-// - the FMAs of a thread tile run in serpentine order (88 -> 91).
+// - the FMAs of a thread tile run in serpentine order (88 -> 91);
+// - those blocks walk K in loops of their own, one for float4 loads and one
+//   for single floats where rows are not 16-byte aligned, so that no loop
+//   carries the others' bounds checks and registers (93 -> 95; at
+//   4095x4097x4093, whose rows are not aligned, 87 -> 96).
 
 // [docs:helpers]
 // True when p can be read and written as float4.
@@ -52,6 +56,13 @@ __device__ __forceinline__ float4 load4(const float* src, int row, int col,
   if (col + 2 < cols) v.z = p[2];
   if (col + 3 < cols) v.w = p[3];
   return v;
+}
+
+// p[0..3], all inside the matrix: one 16-byte load where `vec` says rows
+// are aligned (as in load4), else four 4-byte loads.
+__device__ __forceinline__ float4 load4_inside(const float* p, bool vec) {
+  if (vec) return *reinterpret_cast<const float4*>(p);
+  return make_float4(p[0], p[1], p[2], p[3]);
 }
 
 // dst[0..3] = src[0..3] with one 16-byte load (src must be 16-byte aligned).
@@ -179,33 +190,51 @@ sgemm_pipelining(int M, int N, int K, float alpha, const float* A,
   constexpr int B_LOADS = BK * BN / (4 * NUM_THREADS);
   float4 nextA[A_LOADS];
   float4 nextB[B_LOADS];
-  // A block whose tile lies inside C, in float4-aligned rows, reads every
-  // slice but perhaps the last one wholly inside A and B: it skips load4's
-  // bounds checks there, a compare and a branch per float4 on almost every
-  // slice. Its loads start from its own corner of A and B (32-bit offsets
-  // from there need fewer registers than full 64-bit addresses).
-  const bool interior =
-      vecA && vecB && blockRow + BM <= M && blockCol + BN <= N;
-  const float* blockA = A + blockRow * K;
-  const float* blockB = B + blockCol;
+  // Slice k0, anywhere in A and B: every float4 checked at the edges.
   auto fetch = [&](int k0) {
-    const bool inside = interior && k0 + BK <= layerK;
 #pragma unroll
     for (int i = 0; i < A_LOADS; ++i) {
       const int r = (threadIdx.x + i * NUM_THREADS) / (BK / 4);
       const int c = (threadIdx.x + i * NUM_THREADS) % (BK / 4) * 4;
-      nextA[i] = inside ? *reinterpret_cast<const float4*>(
-                              blockA + r * K + k0 + c)
-                        : load4(A, blockRow + r, k0 + c, M, layerK, K, vecA);
+      nextA[i] = load4(A, blockRow + r, k0 + c, M, layerK, K, vecA);
     }
 #pragma unroll
     for (int i = 0; i < B_LOADS; ++i) {
       const int r = (threadIdx.x + i * NUM_THREADS) / (BN / 4);
       const int c = (threadIdx.x + i * NUM_THREADS) % (BN / 4) * 4;
-      nextB[i] = inside ? *reinterpret_cast<const float4*>(
-                              blockB + (k0 + r) * N + c)
-                        : load4(B, k0 + r, blockCol + c, layerK, N, N, vecB);
+      nextB[i] = load4(B, k0 + r, blockCol + c, layerK, N, N, vecB);
     }
+  };
+  // A block whose tile lies inside C reads every slice but perhaps the last
+  // one wholly inside A and B. fetch_inside loads such a slice with no bounds
+  // checks, from the block's own corner of A and B (32-bit offsets from there
+  // need fewer registers than full 64-bit addresses); `vec` says whether in
+  // float4s. (Each call passes a constant, and the main loops below are
+  // compiled apart for each.)
+  const bool interior = blockRow + BM <= M && blockCol + BN <= N;
+  const float* blockA = A + blockRow * K;
+  const float* blockB = B + blockCol;
+  auto fetch_inside = [&](int k0, bool vec) {
+#pragma unroll
+    for (int i = 0; i < A_LOADS; ++i) {
+      const int r = (threadIdx.x + i * NUM_THREADS) / (BK / 4);
+      const int c = (threadIdx.x + i * NUM_THREADS) % (BK / 4) * 4;
+      nextA[i] = load4_inside(blockA + r * K + k0 + c, vec);
+    }
+#pragma unroll
+    for (int i = 0; i < B_LOADS; ++i) {
+      const int r = (threadIdx.x + i * NUM_THREADS) / (BN / 4);
+      const int c = (threadIdx.x + i * NUM_THREADS) % (BN / 4) * 4;
+      nextB[i] = load4_inside(blockB + (k0 + r) * N + c, vec);
+    }
+  };
+  // How the walk below fetches the next slice: not at all (after the last
+  // slice), with the checks, or inside the matrices in floats or float4s.
+  enum Next { NONE, CHECKED, INSIDE_FLOATS, INSIDE_FLOAT4S };
+  auto fetch_next = [&](int k0, Next next) {
+    if (next == CHECKED) fetch(k0);
+    if (next == INSIDE_FLOATS) fetch_inside(k0, false);
+    if (next == INSIDE_FLOAT4S) fetch_inside(k0, true);
   };
   auto stash = [&](int buf) {
 #pragma unroll
@@ -254,15 +283,15 @@ sgemm_pipelining(int M, int N, int K, float alpha, const float* A,
   // ... and level 3, the thread tiles: their outer products, in registers.
   auto multiply = [&](int set) {
 #pragma unroll
-    for (int m = 0; m < WMITER * TM; ++m) {
+    for (int n = 0; n < WNITER * TN; ++n) {
 #pragma unroll
-      for (int n = 0; n < WNITER * TN; ++n) {
-        // Odd rows run right to left, so that every FMA shares an operand
-        // with the one before it, at the turn too (regN[set][j]): most
+      for (int i = 0; i < WMITER * TM; ++i) {
+        // Odd columns run bottom to top, so that every FMA shares an operand
+        // with the one before it, at the turn too (regM[set][m]): most
         // likely what lets the hardware's operand reuse cache serve more of
-        // them (measured: 88 -> 91% of cuBLAS, 84 -> 87% at 4095x4097x4093).
-        const int j = m % 2 ? WNITER * TN - 1 - n : n;
-        acc[m][j] += regM[set][m] * regN[set][j];
+        // them.
+        const int m = n % 2 ? WMITER * TM - 1 - i : i;
+        acc[m][n] += regM[set][m] * regN[set][n];
       }
     }
   };
@@ -275,16 +304,15 @@ sgemm_pipelining(int M, int N, int K, float alpha, const float* A,
   stash(0);
   __syncthreads();
   load_fragments(0, 0, 0);
-  // Level 1, the block tile: walk the block's share of K one BK-wide slice at
-  // a time.
-  for (int k0 = 0, buf = 0; k0 < layerK; k0 += BK, buf ^= 1) {
-    const bool more = k0 + BK < layerK;
-    if (more) fetch(k0 + BK);  // issue the loads now, use them after the FMAs
+  // Level 1, the block tile, one BK-wide slice: multiply slice k0 (in buffer
+  // buf) while slice k0 + BK is fetched the way `next` says.
+  auto slice = [&](int k0, int buf, Next next) {
+    fetch_next(k0 + BK, next);  // issue the loads now, use them after the FMAs
 #pragma unroll
     for (int k = 0; k < BK; ++k) {
       if (k + 1 < BK) {
         load_fragments(buf, k + 1, (k + 1) % 2);
-      } else if (more) {
+      } else if (next != NONE) {
         // Before the last k's FMAs, hand over to the next slice: store it,
         // wait for every warp (nobody reads buffer buf ^ 1 any more: the
         // previous barrier saw them finish with it), and start loading its
@@ -295,8 +323,33 @@ sgemm_pipelining(int M, int N, int K, float alpha, const float* A,
       }
       multiply(k % 2);
     }
-  }
+  };
   // [docs:mainloop-end]
+
+  // [docs:walk]
+  // Walk the block's share of K. An interior block fetches every slice but
+  // the last with fetch_inside, in a loop of its own for each way of loading:
+  // each loop is then compiled without the others' code and registers.
+  int k0 = 0, buf = 0;
+  if (interior && !(vecA && vecB)) {
+    for (; k0 + 2 * BK <= layerK; k0 += BK, buf ^= 1)
+      slice(k0, buf, INSIDE_FLOATS);
+  } else if (interior) {
+    for (; k0 + 2 * BK <= layerK; k0 += BK, buf ^= 1)
+      slice(k0, buf, INSIDE_FLOAT4S);
+  }
+  // What is left (all of it, for a block at the edges), with the checks, and
+  // the last slice apart: it has no next slice to fetch.
+  //
+  // These lines, and multiply's two loops, have equivalent spellings (the
+  // loops in the other order, the last slice inside the loop, ...). Each is
+  // right, but at 128 registers ptxas fits some of them only by spilling (on
+  // sm_75 or sm_80), and the fastest of the others on an H100 ran up to 12%
+  // faster than the slowest: this is the spelling that was spill-free on
+  // sm_75 to sm_90 and fastest there.
+  for (; k0 + BK < layerK; k0 += BK, buf ^= 1) slice(k0, buf, CHECKED);
+  if (k0 < layerK) slice(k0, buf, NONE);
+  // [docs:walk-end]
 
   // [docs:epilogue]
   // Decided here rather than at the top, so that they hold no register
