@@ -202,19 +202,18 @@ second shared buffer, so one barrier per slice is enough; the fragments for k + 
 second set of registers while the FMAs of k run.""",
         task="""\
 Write the pipeline's two parts: its fill, and `slice(k0, buf, next)`, which multiplies slice k0
-(in shared buffer `buf`) while the next one is on its way. Written for you: `fetch(k0)` (slice
-k0 of A and B into registers, with bounds checks), `fetch_next(k0, next)` (the same, the way
-`next` says; nothing when it is `NONE`), `stash(buf)` (those registers into shared buffer
-`buf`), `load_fragments(buf, k, set)`, `multiply(set)`, and the walk over K that calls
-`slice`. Fill the pipeline with slice 0 and its first fragments. In `slice`, fetch the next
+(in shared buffer `buf`) while the next one is on its way. Written for you: `fetch(k0, how)`
+(slice k0 of A and B into registers, the way `how` says: `CHECKED` at the edges, nothing when
+it is `NONE`), `stash(buf)` (those registers into shared buffer `buf`),
+`load_fragments(buf, k, set)`, `multiply(set)`, and the walk over K that calls `slice`. Fill the pipeline with slice 0 and its first fragments. In `slice`, fetch the next
 slice before any FMA, and for each k load the fragments for k + 1 into the other set before
 multiplying those for k. At the last k, if there is a next slice, hand over: stash it into the
 other buffer, pass the barrier, load its first fragments, and only then run the last FMAs.
 About 20 lines.""",
         region="mainloop",
         hints=(
-            "The fill: `fetch(0); stash(0); __syncthreads(); load_fragments(0, 0, 0);`.",
-            "`auto slice = [&](int k0, int buf, Next next) { fetch_next(k0 + BK, next); ... };`. "
+            "The fill: `fetch(0, CHECKED); stash(0); __syncthreads(); load_fragments(0, 0, 0);`.",
+            "`auto slice = [&](int k0, int buf, Next next) { fetch(k0 + BK, next); ... };`. "
             "The walk passes `NONE` for the last slice of the block's share of K (layerK: all of "
             "K, except in step 09's split-K).",
             "For each k: if `k + 1 < BK`, `load_fragments(buf, k + 1, (k + 1) % 2)`; else, if "

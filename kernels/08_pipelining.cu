@@ -190,51 +190,39 @@ sgemm_pipelining(int M, int N, int K, float alpha, const float* A,
   constexpr int B_LOADS = BK * BN / (4 * NUM_THREADS);
   float4 nextA[A_LOADS];
   float4 nextB[B_LOADS];
-  // Slice k0, anywhere in A and B: every float4 checked at the edges.
-  auto fetch = [&](int k0) {
-#pragma unroll
-    for (int i = 0; i < A_LOADS; ++i) {
-      const int r = (threadIdx.x + i * NUM_THREADS) / (BK / 4);
-      const int c = (threadIdx.x + i * NUM_THREADS) % (BK / 4) * 4;
-      nextA[i] = load4(A, blockRow + r, k0 + c, M, layerK, K, vecA);
-    }
-#pragma unroll
-    for (int i = 0; i < B_LOADS; ++i) {
-      const int r = (threadIdx.x + i * NUM_THREADS) / (BN / 4);
-      const int c = (threadIdx.x + i * NUM_THREADS) % (BN / 4) * 4;
-      nextB[i] = load4(B, k0 + r, blockCol + c, layerK, N, N, vecB);
-    }
-  };
   // A block whose tile lies inside C reads every slice but perhaps the last
-  // one wholly inside A and B. fetch_inside loads such a slice with no bounds
-  // checks, from the block's own corner of A and B (32-bit offsets from there
-  // need fewer registers than full 64-bit addresses); `vec` says whether in
-  // float4s. (Each call passes a constant, and the main loops below are
-  // compiled apart for each.)
+  // one wholly inside A and B, and can load it with no bounds checks, from
+  // the block's own corner of A and B (32-bit offsets from there need fewer
+  // registers than full 64-bit addresses).
   const bool interior = blockRow + BM <= M && blockCol + BN <= N;
   const float* blockA = A + blockRow * K;
   const float* blockB = B + blockCol;
-  auto fetch_inside = [&](int k0, bool vec) {
+  // How fetch loads a slice: with every float4 checked at the edges, inside
+  // the matrices in single floats or in float4s, or not at all (there is no
+  // slice after the last). Each call passes a constant, so that each loop of
+  // the walk below is compiled with one way of loading only.
+  enum Next { CHECKED, INSIDE_FLOATS, INSIDE_FLOAT4S, NONE };
+  // Slice k0 of A and B into registers, the way `how` says.
+  auto fetch = [&](int k0, Next how) {
+    if (how == NONE) return;
 #pragma unroll
     for (int i = 0; i < A_LOADS; ++i) {
       const int r = (threadIdx.x + i * NUM_THREADS) / (BK / 4);
       const int c = (threadIdx.x + i * NUM_THREADS) % (BK / 4) * 4;
-      nextA[i] = load4_inside(blockA + r * K + k0 + c, vec);
+      nextA[i] = how == CHECKED
+                     ? load4(A, blockRow + r, k0 + c, M, layerK, K, vecA)
+                     : load4_inside(blockA + r * K + k0 + c,
+                                    how == INSIDE_FLOAT4S);
     }
 #pragma unroll
     for (int i = 0; i < B_LOADS; ++i) {
       const int r = (threadIdx.x + i * NUM_THREADS) / (BN / 4);
       const int c = (threadIdx.x + i * NUM_THREADS) % (BN / 4) * 4;
-      nextB[i] = load4_inside(blockB + (k0 + r) * N + c, vec);
+      nextB[i] = how == CHECKED
+                     ? load4(B, k0 + r, blockCol + c, layerK, N, N, vecB)
+                     : load4_inside(blockB + (k0 + r) * N + c,
+                                    how == INSIDE_FLOAT4S);
     }
-  };
-  // How the walk below fetches the next slice: not at all (after the last
-  // slice), with the checks, or inside the matrices in floats or float4s.
-  enum Next { NONE, CHECKED, INSIDE_FLOATS, INSIDE_FLOAT4S };
-  auto fetch_next = [&](int k0, Next next) {
-    if (next == CHECKED) fetch(k0);
-    if (next == INSIDE_FLOATS) fetch_inside(k0, false);
-    if (next == INSIDE_FLOAT4S) fetch_inside(k0, true);
   };
   auto stash = [&](int buf) {
 #pragma unroll
@@ -300,14 +288,14 @@ sgemm_pipelining(int M, int N, int K, float alpha, const float* A,
   // [docs:mainloop]
   // Fill the pipeline: slice 0 in shared memory, its first fragments on their
   // way into registers.
-  fetch(0);
+  fetch(0, CHECKED);
   stash(0);
   __syncthreads();
   load_fragments(0, 0, 0);
   // Level 1, the block tile, one BK-wide slice: multiply slice k0 (in buffer
   // buf) while slice k0 + BK is fetched the way `next` says.
   auto slice = [&](int k0, int buf, Next next) {
-    fetch_next(k0 + BK, next);  // issue the loads now, use them after the FMAs
+    fetch(k0 + BK, next);  // issue the loads now, use them after the FMAs
 #pragma unroll
     for (int k = 0; k < BK; ++k) {
       if (k + 1 < BK) {
@@ -328,7 +316,7 @@ sgemm_pipelining(int M, int N, int K, float alpha, const float* A,
 
   // [docs:walk]
   // Walk the block's share of K. An interior block fetches every slice but
-  // the last with fetch_inside, in a loop of its own for each way of loading:
+  // the last without checks, in a loop of its own for each way of loading:
   // each loop is then compiled without the others' code and registers.
   int k0 = 0, buf = 0;
   if (interior && !(vecA && vecB)) {
