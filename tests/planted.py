@@ -83,6 +83,12 @@ RACES = {
     ),
 }
 
+# Step 08's handover without its barrier: warps load the next slice's first
+# fragments before every thread has stored that slice (the learner's region).
+HANDOVER_WITHOUT_BARRIER = planted(
+    "08", "stash(buf ^ 1);\n        __syncthreads();", "stash(buf ^ 1);"
+)
+
 
 # The A tile's load in step 05 checks K but not M: rows past the end of A are
 # read (into the checker's NaN padding) and then never used for C.
