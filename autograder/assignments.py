@@ -197,27 +197,31 @@ About 25 lines.""",
 Step 07's threads are fewer and busier, so a block waits twice and nothing hides it: at every
 slice for global memory (the barrier after the copy) and at every k for shared memory (the
 fragments before the FMAs). Software pipelining starts each load one step early. The next slice
-of A and B goes into registers while the current one is multiplied, and is stored into a
-second shared buffer, so one barrier per slice is enough; the fragments for k + 1 go into a
-second set of registers while the FMAs of k run.""",
+of A and B goes into registers while the current one is multiplied, a float4 at a time, and is
+stored into a second shared buffer, so one barrier per slice is enough; the fragments for
+k + 1 go into a second set of registers while the FMAs of k run.""",
         task="""\
 Write the pipeline's two parts: its fill, and `slice(k0, buf, next)`, which multiplies slice k0
-(in shared buffer `buf`) while the next one is on its way. Written for you: `fetch(k0, how)`
-(slice k0 of A and B into registers, the way `how` says: `CHECKED` at the edges, nothing when
-it is `NONE`), `stash(buf)` (those registers into shared buffer `buf`),
-`load_fragments(buf, k, set)`, `multiply(set)`, and the walk over K that calls `slice`. Fill the pipeline with slice 0 and its first fragments. In `slice`, fetch the next
-slice before any FMA, and for each k load the fragments for k + 1 into the other set before
-multiplying those for k. At the last k, if there is a next slice, hand over: stash it into the
-other buffer, pass the barrier, load its first fragments, and only then run the last FMAs.
-About 20 lines.""",
+(in shared buffer `buf`) while the next one is on its way. Written for you: `fetch(k0, how, p)`
+(this thread's float4 p of slice k0 into registers, the way `how` says: `CHECKED` at the
+edges), `stash(buf, p)` (that float4 into shared buffer `buf`), `load_fragments(buf, k, set)`,
+`multiply(set)`, and the walk over K that calls `slice`. A thread moves `LOADS` float4s of each
+slice. Fill the pipeline with slice 0 and its first fragments. In `slice`, unless `next` is
+`NONE`, fetch float4 p of the next slice at k = p * BK / LOADS, and stash float4 p - 1 just
+before. For each k load the fragments for k + 1 into the other set before multiplying those
+for k. At the last k, if there is a next slice, hand over: stash its last float4, pass the
+barrier, load its first fragments, and only then run the last FMAs. About 25 lines.""",
         region="mainloop",
         hints=(
-            "The fill: `fetch(0, CHECKED); stash(0); __syncthreads(); load_fragments(0, 0, 0);`.",
-            "`auto slice = [&](int k0, int buf, Next next) { fetch(k0 + BK, next); ... };`. "
+            "The fill: fetch every p of slice 0 (`fetch(0, CHECKED, p)` for p below `LOADS`), "
+            "stash them into buffer 0, then `__syncthreads(); load_fragments(0, 0, 0);`.",
+            "`auto slice = [&](int k0, int buf, Next next) { for (int k = 0; k < BK; ++k) { ... } };`. "
             "The walk passes `NONE` for the last slice of the block's share of K (layerK: all of "
             "K, except in step 09's split-K).",
-            "For each k: if `k + 1 < BK`, `load_fragments(buf, k + 1, (k + 1) % 2)`; else, if "
-            "`next != NONE`, `stash(buf ^ 1); __syncthreads(); load_fragments(buf ^ 1, 0, 0);`. "
+            "For each k, first the loads: for each p, if `next != NONE && k == p * BK / LOADS`, "
+            "`stash(buf ^ 1, p - 1)` (when p > 0) and `fetch(k0 + BK, next, p)`. Then, if "
+            "`k + 1 < BK`, `load_fragments(buf, k + 1, (k + 1) % 2)`; else, if `next != NONE`, "
+            "`stash(buf ^ 1, LOADS - 1); __syncthreads(); load_fragments(buf ^ 1, 0, 0);`. "
             "Then `multiply(k % 2)`.",
             "One barrier per slice is enough: `stash` writes buffer `buf ^ 1`, which every warp "
             "finished reading before the previous barrier.",

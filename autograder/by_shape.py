@@ -30,19 +30,17 @@ from .kernel import KernelSpec
 
 # The tile shapes the dispatcher chooses from: step 08's kernel at these
 # parameters, biggest tiles first. Each is within the T4's limits and compiles
-# without spilling for sm_75 and sm_90 (tests/test_by_shape.py). 128x128 is
-# step 08's own. 128x256 has eight warps of 64 x 64: the H100 search
-# (book/data/tune_08_*) timed its 512-thread spellings faster at 4096^3, but a
-# table tuned with one of them in this place lost at 4095x4097x4093 and
-# 3001x2999x3003 (issue 15, 2026-11-23). The two small ones have four warps
+# without spilling for sm_75 and sm_90 (tests/test_by_shape.py). 256x128 is
+# step 08's own; 128x128 is step 07's, twice as many blocks of half the
+# threads, two of them per SM. The two small ones have four warps
 # of 32 x 32 or 32 x 64. The search's fastest at 4096^3 had one and two
 # warps of 64 x 64, but on small shapes a block's warps are all that an SM may
 # get: on the sweep's eight smallest, four warps with fewer accumulators each
 # were as fast or faster at every shape, 1.5 times as fast at 128^3 (H100,
 # 2026-11-23).
 TILES: dict[str, dict[str, int]] = {
-    "128x256": dict(BM=128, BN=256, BK=16, WM=64, WN=64, WNITER=2, TM=8, TN=4),
-    "128x128": dict(registry.step("08").params),
+    "256x128": dict(registry.step("08").params),
+    "128x128": dict(registry.step("08").params, BM=128),
     "64x128": dict(BM=64, BN=128, BK=16, WM=32, WN=64, WNITER=2, TM=8, TN=4),
     "64x64": dict(BM=64, BN=64, BK=16, WM=32, WN=32, WNITER=1, TM=8, TN=4),
 }

@@ -10,10 +10,11 @@
 // blocks' work; this step hides them itself, by starting each load one step
 // before its values are needed. The loop nest:
 //
-//   block tile   for k0 in K, step BK:    load slice k0 + BK into registers;
-//                                         compute on slice k0 in shared memory
+//   block tile   for k0 in K, step BK:    compute on slice k0 in shared memory
 //   warp tile      for k in BK:           load the fragments for k + 1 while
-//                                         the FMAs of k run
+//                                         the FMAs of k run; now and then,
+//                                         a float4 of slice k0 + BK into
+//                                         registers
 //   thread tile      for wm, wn, m, n:    acc += regM * regN  (registers only)
 //
 // Each trick was measured on an H100, in % of cuBLAS at 4096^3, before -> after
@@ -32,7 +33,18 @@
 // - those blocks walk K in loops of their own, one for float4 loads and one
 //   for single floats where rows are not 16-byte aligned, so that no loop
 //   carries the others' bounds checks and registers (93 -> 95; at
-//   4095x4097x4093, whose rows are not aligned, 87 -> 96).
+//   4095x4097x4093, whose rows are not aligned, 87 -> 96);
+// - the next slice is fetched one float4 at a time, spread over the slice's
+//   ks, instead of all at its first k: then one float4 of registers at a time
+//   holds it, not four. At 128 registers a thread the compiler had made room
+//   for the whole slice by issuing its loads late in the slice, and the
+//   fragment loads there right before their FMAs, which then waited for them;
+// - blocks of 256 x 128, 16 warps of 64 x 32 (one block per SM), instead of
+//   128 x 128 with 8 warps of 32 x 64 (two per SM): each value loaded from
+//   global memory serves more FMAs, and at 4095x4097x4093 the 528 tiles make
+//   exactly four rounds of 132 SMs (95 -> 100, these two together).
+// What each is worth in the final kernel: `python -m autograder bench
+// --ablation` (book/data/ablation_*).
 
 // [docs:helpers]
 // True when p can be read and written as float4.
@@ -111,8 +123,9 @@ __host__ __device__ constexpr int block_threads(int BM, int BN, int WM, int WN) 
 // twice its accumulators where that is more (the compiler takes about that at
 // the largest warp tiles). __launch_bounds__ makes the compiler stay within
 // that budget: left alone, it takes a few registers more than 128 for an
-// 8 x 8 thread tile, and an SM then holds one block of 256 threads instead of
-// two, with nothing to run while that one waits. (At step 09's small tiles,
+// 8 x 8 thread tile, and then a block of 512 threads cannot launch at all
+// (512 x 128 is the SM's 64K), and one of 256 has an SM to itself, with
+// nothing to run while it waits. (At step 09's small tiles,
 // 32 accumulators a thread, the fixed part is what counts: a budget of two
 // registers per accumulator made them spill.)
 __host__ __device__ constexpr int blocks_per_sm(int BM, int BN, int BK, int WM,
@@ -185,11 +198,13 @@ sgemm_pipelining(int M, int N, int K, float alpha, const float* A,
   // [docs:prefetch]
   // The next slice of A and B, on its way from global memory to registers
   // while the current slice is being multiplied: the loads' latency hides
-  // behind the FMAs instead of stalling the block at the barrier.
+  // behind the FMAs instead of stalling the block at the barrier. Each thread
+  // moves LOADS float4s of a slice, B's first, then A's (faster on the H100
+  // than A's first).
   constexpr int A_LOADS = BM * BK / (4 * NUM_THREADS);
   constexpr int B_LOADS = BK * BN / (4 * NUM_THREADS);
-  float4 nextA[A_LOADS];
-  float4 nextB[B_LOADS];
+  constexpr int LOADS = A_LOADS + B_LOADS;
+  float4 nextSlice[LOADS];
   // A block whose tile lies inside C reads every slice but perhaps the last
   // one wholly inside A and B, and can load it with no bounds checks, from
   // the block's own corner of A and B (32-bit offsets from there need fewer
@@ -197,48 +212,42 @@ sgemm_pipelining(int M, int N, int K, float alpha, const float* A,
   const bool interior = blockRow + BM <= M && blockCol + BN <= N;
   const float* blockA = A + blockRow * K;
   const float* blockB = B + blockCol;
-  // How fetch loads a slice: with every float4 checked at the edges, inside
-  // the matrices in single floats or in float4s, or not at all (there is no
-  // slice after the last). Each call passes a constant, so that each loop of
-  // the walk below is compiled with one way of loading only.
+  // How fetch loads a slice: with every float4 checked at the edges, or
+  // inside the matrices in single floats or in float4s; NONE: there is no
+  // next slice to load. Each call passes a constant, so that each loop of the
+  // walk below is compiled with one way of loading only.
   enum Next { CHECKED, INSIDE_FLOATS, INSIDE_FLOAT4S, NONE };
-  // Slice k0 of A and B into registers, the way `how` says.
-  auto fetch = [&](int k0, Next how) {
-    if (how == NONE) return;
-#pragma unroll
-    for (int i = 0; i < A_LOADS; ++i) {
-      const int r = (threadIdx.x + i * NUM_THREADS) / (BK / 4);
-      const int c = (threadIdx.x + i * NUM_THREADS) % (BK / 4) * 4;
-      nextA[i] = how == CHECKED
-                     ? load4(A, blockRow + r, k0 + c, M, layerK, K, vecA)
-                     : load4_inside(blockA + r * K + k0 + c,
-                                    how == INSIDE_FLOAT4S);
-    }
-#pragma unroll
-    for (int i = 0; i < B_LOADS; ++i) {
-      const int r = (threadIdx.x + i * NUM_THREADS) / (BN / 4);
-      const int c = (threadIdx.x + i * NUM_THREADS) % (BN / 4) * 4;
-      nextB[i] = how == CHECKED
-                     ? load4(B, k0 + r, blockCol + c, layerK, N, N, vecB)
-                     : load4_inside(blockB + (k0 + r) * N + c,
-                                    how == INSIDE_FLOAT4S);
+  // Float4 p of slice k0 into registers, the way `how` says ...
+  auto fetch = [&](int k0, Next how, int p) {
+    if (p < B_LOADS) {
+      const int r = (threadIdx.x + p * NUM_THREADS) / (BN / 4);
+      const int c = (threadIdx.x + p * NUM_THREADS) % (BN / 4) * 4;
+      nextSlice[p] = how == CHECKED
+                         ? load4(B, k0 + r, blockCol + c, layerK, N, N, vecB)
+                         : load4_inside(blockB + (k0 + r) * N + c,
+                                        how == INSIDE_FLOAT4S);
+    } else {
+      const int r = (threadIdx.x + (p - B_LOADS) * NUM_THREADS) / (BK / 4);
+      const int c = (threadIdx.x + (p - B_LOADS) * NUM_THREADS) % (BK / 4) * 4;
+      nextSlice[p] = how == CHECKED
+                         ? load4(A, blockRow + r, k0 + c, M, layerK, K, vecA)
+                         : load4_inside(blockA + r * K + k0 + c,
+                                        how == INSIDE_FLOAT4S);
     }
   };
-  auto stash = [&](int buf) {
-#pragma unroll
-    for (int i = 0; i < A_LOADS; ++i) {
-      const int r = (threadIdx.x + i * NUM_THREADS) / (BK / 4);
-      const int c = (threadIdx.x + i * NUM_THREADS) % (BK / 4) * 4;
-      As[buf][c + 0][r] = nextA[i].x;  // transpose on the way in
-      As[buf][c + 1][r] = nextA[i].y;
-      As[buf][c + 2][r] = nextA[i].z;
-      As[buf][c + 3][r] = nextA[i].w;
-    }
-#pragma unroll
-    for (int i = 0; i < B_LOADS; ++i) {
-      const int r = (threadIdx.x + i * NUM_THREADS) / (BN / 4);
-      const int c = (threadIdx.x + i * NUM_THREADS) % (BN / 4) * 4;
-      *reinterpret_cast<float4*>(&Bs[buf][r][c]) = nextB[i];
+  // ... and from there into shared buffer buf.
+  auto stash = [&](int buf, int p) {
+    if (p < B_LOADS) {
+      const int r = (threadIdx.x + p * NUM_THREADS) / (BN / 4);
+      const int c = (threadIdx.x + p * NUM_THREADS) % (BN / 4) * 4;
+      *reinterpret_cast<float4*>(&Bs[buf][r][c]) = nextSlice[p];
+    } else {
+      const int r = (threadIdx.x + (p - B_LOADS) * NUM_THREADS) / (BK / 4);
+      const int c = (threadIdx.x + (p - B_LOADS) * NUM_THREADS) % (BK / 4) * 4;
+      As[buf][c + 0][r] = nextSlice[p].x;  // transpose on the way in
+      As[buf][c + 1][r] = nextSlice[p].y;
+      As[buf][c + 2][r] = nextSlice[p].z;
+      As[buf][c + 3][r] = nextSlice[p].w;
     }
   };
   // [docs:prefetch-end]
@@ -288,24 +297,35 @@ sgemm_pipelining(int M, int N, int K, float alpha, const float* A,
   // [docs:mainloop]
   // Fill the pipeline: slice 0 in shared memory, its first fragments on their
   // way into registers.
-  fetch(0, CHECKED);
-  stash(0);
+#pragma unroll
+  for (int p = 0; p < LOADS; ++p) fetch(0, CHECKED, p);
+#pragma unroll
+  for (int p = 0; p < LOADS; ++p) stash(0, p);
   __syncthreads();
   load_fragments(0, 0, 0);
   // Level 1, the block tile, one BK-wide slice: multiply slice k0 (in buffer
   // buf) while slice k0 + BK is fetched the way `next` says.
   auto slice = [&](int k0, int buf, Next next) {
-    fetch(k0 + BK, next);  // issue the loads now, use them after the FMAs
 #pragma unroll
     for (int k = 0; k < BK; ++k) {
+      // The next slice, one float4 at a time, spread over this slice's ks:
+      // float4 p is fetched at k = p * BK / LOADS and stored into the other
+      // buffer when the next one is fetched. Nobody reads that buffer any
+      // more: the previous barrier saw every warp finish with it.
+#pragma unroll
+      for (int p = 0; p < LOADS; ++p) {
+        if (next != NONE && k == p * BK / LOADS) {
+          if (p > 0) stash(buf ^ 1, p - 1);
+          fetch(k0 + BK, next, p);
+        }
+      }
       if (k + 1 < BK) {
         load_fragments(buf, k + 1, (k + 1) % 2);
       } else if (next != NONE) {
-        // Before the last k's FMAs, hand over to the next slice: store it,
-        // wait for every warp (nobody reads buffer buf ^ 1 any more: the
-        // previous barrier saw them finish with it), and start loading its
-        // first fragments, so that this k's FMAs cover their latency.
-        stash(buf ^ 1);
+        // Before the last k's FMAs, hand over to the next slice: store its
+        // last float4, wait for every warp, and start loading its first
+        // fragments, so that this k's FMAs cover their latency.
+        stash(buf ^ 1, LOADS - 1);
         __syncthreads();
         load_fragments(buf ^ 1, 0, 0);
       }
@@ -329,8 +349,9 @@ sgemm_pipelining(int M, int N, int K, float alpha, const float* A,
   // What is left (all of it, for a block at the edges), with the checks, and
   // the last slice apart: it has no next slice to fetch.
   //
-  // These lines, and multiply's two loops, have equivalent spellings (the
-  // loops in the other order, the last slice inside the loop, ...). Each is
+  // These lines, multiply's two loops and fetch's and stash's indices have
+  // equivalent spellings (the loops in the other order, the last slice
+  // inside the loop, one helper for the indices, ...). Each is
   // right, but at 128 registers ptxas fits some of them only by spilling (on
   // sm_75 or sm_80), and the fastest of the others on an H100 ran up to 12%
   // faster than the slowest: this is the spelling that was spill-free on
