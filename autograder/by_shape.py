@@ -31,8 +31,8 @@ from .kernel import KernelSpec
 # The tile shapes the dispatcher chooses from: step 08's kernel at these
 # parameters, biggest tiles first. Each is within the T4's limits and compiles
 # without spilling for sm_75 and sm_90 (tests/test_by_shape.py). 256x128 is
-# step 08's own; 128x128 is step 07's, twice as many blocks of half the
-# threads, two of them per SM. The two small ones have four warps
+# step 08's own; 128x128 has the same warps in blocks of half the size:
+# twice as many blocks, two of them per SM. The two small ones have four warps
 # of 32 x 32 or 32 x 64. The search's fastest at 4096^3 had one and two
 # warps of 64 x 64, but on small shapes a block's warps are all that an SM may
 # get: on the sweep's eight smallest, four warps with fewer accumulators each

@@ -367,9 +367,9 @@ LADDER: tuple[Step, ...] = (
         "warptiling",
         "Warptiling",
         "sgemm_warptiling",
-        # Step 08's warp and thread tiles in 128x128 blocks of 256 threads: the
-        # ablation's "08 without the 256x128 block tile" runs at these, so that
-        # it and this step differ only in what 08 adds. Not searched.
+        # Step 08's 8x8 thread tiles, in the 128x128 blocks of 8 warps of 32x64
+        # that step 08 had before its blocks grew to 256x128 (whose worth its
+        # ablation measures at 128x128 with its own 64x32 warps). Not searched.
         params=dict(BM=128, BN=128, BK=16, WM=32, WN=64, WNITER=2, TM=8, TN=4),
         layout=_warp_tiles,
         tuning=Tuning(
