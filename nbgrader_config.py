@@ -16,6 +16,6 @@ c.ClearSolutions.end_solution_delimeter = "END SOLUTION"
 c.ClearSolutions.code_stub = {"python": '#error "not implemented yet"'}
 
 # Each grade cell runs its kernel in a child process with per-case limits of
-# its own (autograder.exercise), so a hang costs that cell only; this bound is
+# its own (autograder.course.exercise), so a hang costs that cell only; this bound is
 # only a backstop for the notebook kernel itself.
 c.Execute.timeout = 900

@@ -5,12 +5,13 @@ step = registry.step("05")
 print(check(KernelSpec.from_step(step)))       # needs a GPU
 """
 
-from .checker import Report
-from .compiler import CompileError, compile_for_arch
-from .gpu import NoGPU
-from .judge import check
-from .kernel import KernelSpec, from_file
-from .registry import STEPS, step
+from .judge.checker import Report
+from .judge.job import check
+from .ladder import registry
+from .ladder.registry import STEPS, step
+from .run.compiler import CompileError, compile_for_arch
+from .run.gpu import NoGPU
+from .run.kernel import KernelSpec, from_file
 
 __all__ = [
     "CompileError",
@@ -21,5 +22,6 @@ __all__ = [
     "check",
     "compile_for_arch",
     "from_file",
+    "registry",
     "step",
 ]

@@ -11,7 +11,9 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 from IPython.display import Markdown
 
-from autograder import bench, explorers, registry
+from autograder.course import explorers
+from autograder.ladder import registry
+from autograder.measure import bench
 
 DATA = Path(__file__).resolve().parent / "data"
 LARGEST = (4096, 4096, 4096)
@@ -369,8 +371,8 @@ def step_plot(step_id: str):
 def exercise(step_id: str) -> Markdown:
     """The chapter's exercise: its notebook, with an Open in Colab badge made from the
     repository URL in _config.yml (its one home)."""
-    from autograder.assignments import assignment
-    from autograder.notebooks import colab_url
+    from autograder.course.assignments import assignment
+    from autograder.course.notebooks import colab_url
 
     a = assignment(step_id)
     colab = colab_url(a.name)
@@ -383,7 +385,7 @@ def exercise(step_id: str) -> Markdown:
 
 # ---- autotuning: book/data/tune_<step>_<gpu>.csv, written by `python -m autograder tune` ----
 
-# The GPU whose searches the book shows (the file names' suffix, autograder.gpu.slug).
+# The GPU whose searches the book shows (the file names' suffix, autograder.run.gpu.slug).
 TUNED_ON = "h100_80gb_hbm3"
 _TUNE_INTS = ("threads", "shared_bytes", "min_registers", "registers", "spill_bytes", "M", "N", "K")
 _TUNE_FLOATS = ("gflops", "pct_cublas", "cublas_gflops")
@@ -437,7 +439,7 @@ def _rule(reason: str) -> str:
 def tune_dry_run(step_id: str = "08"):
     """Lines of `python -m autograder tune STEP --dry-run`, run as the page is built: its
     first line, two survivors, and the first rejection for each rule of stage 1."""
-    from autograder import tune
+    from autograder.measure import tune
 
     step = registry.step(step_id)
     trials = tune.candidates(step)
@@ -459,7 +461,8 @@ def tune_costs(step_id: str, changes: list[dict]) -> Markdown:
     """What stage 1 computes for the registry's parameters changed by each of `changes`
     ({} is the registry's own), and the registers the compiler gives each survivor for a
     T4 (sm_75), compiled as the page is built."""
-    from autograder import compiler, tune
+    from autograder.measure import tune
+    from autograder.run import compiler
 
     step = registry.step(step_id)
     head = (
@@ -490,7 +493,7 @@ def tune_costs(step_id: str, changes: list[dict]) -> Markdown:
         verdict = f"rejected: {'; '.join(reasons)}" if reasons else "to compile"
         lines.append(f"| {name} | {threads} | {shared} B | {floor} | {verdict} | {compiled} |")
     return Markdown(
-        "\n".join(lines) + f"\n\nComputed from `autograder/registry.py` as this "
+        "\n".join(lines) + f"\n\nComputed from `autograder/ladder/registry.py` as this "
         f"page was built; compiled with NVRTC {compiler.nvrtc_version()}."
     )
 
@@ -636,8 +639,8 @@ def tune_waves(
 ) -> Markdown:
     """Arithmetic, not a measurement: how many rounds of blocks the best configuration of the
     committed search and the registry's need at each size, with as many blocks per SM as
-    autograder/hardware.py's occupancy allows (registers, shared memory, warps)."""
-    from autograder import hardware
+    autograder/ladder/hardware.py's occupancy allows (registers, shared memory, warps)."""
+    from autograder.ladder import hardware
 
     step = registry.step(step_id)
     timed = [r for r in tune_rows(step_id) if r["gflops"]]
@@ -675,13 +678,13 @@ def tune_waves(
     )
 
 
-# ---- hardware limits: autograder/hardware.py ----
+# ---- hardware limits: autograder/ladder/hardware.py ----
 
 
 def hardware_limits() -> Markdown:
     """The per-architecture limits that the compiler's report, the tuner, the explorers and
     the SASS report all read."""
-    from autograder import hardware
+    from autograder.ladder import hardware
 
     archs = list(hardware.ARCHS.values())
     rows = [
@@ -702,7 +705,7 @@ def hardware_limits() -> Markdown:
     return Markdown("\n".join(lines))
 
 
-# ---- the compiler's evidence: autograder/sass.py ----
+# ---- the compiler's evidence: autograder/measure/sass.py ----
 
 
 def sass_mix(step_id: str, archs=("sm_75", "sm_90")) -> Markdown:
@@ -710,14 +713,14 @@ def sass_mix(step_id: str, archs=("sm_75", "sm_90")) -> Markdown:
     instruction per iteration, per k and per FFMA (LDS.128 per FFMA...), with registers,
     spills, shared memory and occupancy on a T4 and an H100. Fails the build, saying what
     to install, where nvdisasm is missing."""
-    from autograder import sass
+    from autograder.measure import sass
 
     return Markdown(sass.markdown(step_id, archs))
 
 
 def sass_ladder(arch: str = "sm_90") -> Markdown:
     """Every CUDA step's main loop on one architecture, per value of k."""
-    from autograder import sass
+    from autograder.measure import sass
 
     return Markdown(sass.ladder_markdown(arch))
 
@@ -873,7 +876,7 @@ def _allows(reads_per_ffma: float) -> str:
 def sass_per(step, kinds, per: str = "k", arch: str = "sm_90") -> float:
     """Instructions of these classes in the step's main loop per value of k (per="k") or
     per FFMA (per="FFMA"), from its SASS compiled as the page is built."""
-    from autograder import sass
+    from autograder.measure import sass
 
     e = sass.evidence(registry.step(_kernel(step)), arch)
     kinds = (kinds,) if isinstance(kinds, str) else tuple(kinds)
@@ -884,7 +887,7 @@ def sass_per(step, kinds, per: str = "k", arch: str = "sm_90") -> float:
 
 def theoretical_occupancy(step, arch: str = "sm_90"):
     """hardware.Occupancy of the step's kernel as this build compiles it."""
-    from autograder import sass
+    from autograder.measure import sass
 
     return sass.evidence(registry.step(_kernel(step)), arch).occupancy
 
@@ -1043,7 +1046,7 @@ def profile_compare(step_id: str, sizes=None) -> Markdown:
 def prediction(step_id: str, size=LARGEST) -> Markdown:
     """What the chapter's model predicts for a step, what the compiler made of it, and
     what the profiler and the bench measured, at one size."""
-    from autograder import sass
+    from autograder.measure import sass
 
     step = registry.step(step_id)
     ev = sass.evidence(step, "sm_90")
@@ -1153,7 +1156,8 @@ def grid_fill(step_ids, sizes, gpu_name: str = "H100 SXM") -> Markdown:
             )
     return Markdown(
         "\n".join(lines) + f"\n\nBlocks: the grid the registry launches. SMs: an {gpu_name} "
-        f"has {n}. Theoretical occupancy from this build's compile (`autograder/hardware.py`); "
+        f"has {n}. Theoretical occupancy from this build's compile "
+        "(`autograder/ladder/hardware.py`); "
         f"achieved from Nsight Compute, averaged over the cycles an SM was active. "
         f"{provenance(results())}"
     )
@@ -1217,7 +1221,7 @@ def loop_versions(versions) -> Markdown:
     """Main loops side by side: for each (label, step id, parameter changes, measured row or
     None), the instructions per k of its SASS (sm_90, compiled as the page is built), its
     registers, and what was measured at 4096³ with where."""
-    from autograder import sass
+    from autograder.measure import sass
 
     kinds = ("FFMA", "LDS.128", "LDG", "LDG.128", "STS", "STS.128", "BAR", "other")
     lines = [
@@ -1259,7 +1263,7 @@ def compile_report(step_id: str, changes: list[dict], arch: str = "sm_80") -> No
     """Compile the step's kernel with each change of its parameters with NVRTC for arch,
     as the page is built, and print what ptxas reports: registers and shared memory, or
     why it refused."""
-    from autograder import compiler
+    from autograder.run import compiler
 
     for change in changes:
         step = registry.step(step_id).with_params(**change)
@@ -1358,7 +1362,7 @@ def sweep_row(step, size) -> bench.Row:
 def dispatch_plans(gpu_name: str = "H100 SXM", shapes=None) -> Markdown:
     """What the rule of thumb (by_shape.rule_of_thumb) chooses at each sweep shape, for a
     GPU with that many SMs, and what the plan costs (explorers.plan_costs)."""
-    from autograder import by_shape
+    from autograder.run import by_shape
 
     count = sms(gpu_name)
     lines = [
@@ -1378,7 +1382,7 @@ def dispatch_plans(gpu_name: str = "H100 SXM", shapes=None) -> Markdown:
 def dispatch_table() -> Markdown:
     """The measured dispatch tables committed (`tune 09`): each class's plan, and its
     share of cuBLAS over the class's four shapes beside step 08 alone's."""
-    from autograder import tune_plans
+    from autograder.measure import tune_plans
 
     parts = []
     for path in sorted(DATA.glob("dispatch_*.json")):
@@ -1404,9 +1408,9 @@ def dispatch_table() -> Markdown:
 
 
 def ablation_table() -> Markdown:
-    """The last FP32 step with each of its tricks taken out (autograder/ablation.py): % of
+    """The last FP32 step with each of its tricks taken out (autograder/measure/ablation.py): % of
     cuBLAS in the same run, and what the trick is worth, at each size measured."""
-    from autograder import ablation
+    from autograder.measure import ablation
 
     rows = []
     for path in sorted(DATA.glob("ablation_*.csv")):

@@ -1,7 +1,7 @@
 """A picture of every step of the ladder: which thread touches what, and how often.
 
 `picture("05")` draws step 05's one idea. Every size in it comes from the
-registry (autograder/registry.py): the step's template parameters and its
+registry (autograder/ladder/registry.py): the step's template parameters and its
 launch geometry, so a tuned parameter set redraws it. The only numbers typed in
 here are the small example problems the pictures are drawn on (how many blocks
 of C, how long K is) and which thread or k they pick to show.
@@ -22,7 +22,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 from matplotlib.transforms import ScaledTranslation
 
-from autograder import registry
+from autograder.ladder import registry
 
 # Okabe and Ito's palette: told apart with every common kind of colour blindness.
 BLUE, ORANGE, SKY, GREEN = "#0072B2", "#E69F00", "#56B4E9", "#009E73"
@@ -920,7 +920,7 @@ def _by_shape(fig, step):
     """A small C in 128 x 128 tiles leaves most SMs idle; split into S layers of K
     (as by_shape.rule_of_thumb splits it on the example GPU), every SM has a block,
     and step 09's kernel adds the layers up."""
-    from autograder import by_shape
+    from autograder.run import by_shape
 
     tiles = by_shape.TILES[by_shape.MEASURE_TILES]
     BM, BN = tiles["BM"], tiles["BN"]

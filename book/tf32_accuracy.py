@@ -15,8 +15,11 @@ import cupy
 import numpy as np
 from cupy._core import _routines_linalg as linalg
 
-from autograder import KernelSpec, checker, gpu, registry
-from autograder.backends import gpu_launcher
+from autograder import KernelSpec
+from autograder.judge import checker
+from autograder.ladder import registry
+from autograder.run import gpu
+from autograder.run.backends import gpu_launcher
 
 M = N = K = int(os.environ.get("SIZE", "4096"))
 # CuPy's cuBLAS compute types for float32 (CUPY_TF32=1 selects TF32 too, but

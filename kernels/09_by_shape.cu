@@ -1,5 +1,5 @@
 // Step 09: choosing by shape. The one kernel this step adds: split-K's
-// reduction. The rest is Python (autograder/by_shape.py) and step 08's kernel.
+// reduction. The rest is Python (autograder/run/by_shape.py) and step 08's kernel.
 //
 // One tile shape does not fit every problem. 128 x 128 tiles cover a 4096^2 C
 // with 1024 blocks, eight per SM of an H100; a 512^2 C gets 16 blocks, and

@@ -11,7 +11,7 @@
 // bits of mantissa instead of 23, so each input is rounded to a relative
 // error of at most 2^-11 (the products are summed in FP32). The result is a
 // different function from strict SGEMM: the checker judges this kernel with a
-// TF32 tolerance (autograder/registry.py says why it is a bound).
+// TF32 tolerance (autograder/ladder/registry.py says why it is a bound).
 //
 //   block tile   for k0 in K, step BK:    wait for slice k0 (cp.async, as in
 //                                         step 10), start slice k0 + (STAGES - 1) * BK

@@ -1,13 +1,14 @@
 import pytest
 
-from autograder import gpu
+from autograder.run import gpu
 
 
 def pytest_collection_modifyitems(config, items):
     reason = gpu.unavailable_reason()
-    if reason is None:
-        return
     skip = pytest.mark.skip(reason=f"needs an NVIDIA GPU: {reason}")
     for item in items:
         if "gpu" in item.keywords:
-            item.add_marker(skip)
+            # One worker runs every GPU test, one at a time (--dist loadgroup).
+            item.add_marker(pytest.mark.xdist_group("gpu"))
+            if reason is not None:
+                item.add_marker(skip)

@@ -6,8 +6,9 @@ kernel cannot silently leave a "bug" that is no bug. Each comes with a phrase
 the checker's message must contain, on every backend.
 """
 
-from autograder import KernelSpec, registry
-from autograder.kernel import substituted
+from autograder import KernelSpec
+from autograder.ladder import registry
+from autograder.run.kernel import substituted
 
 
 def planted_all(step_id: str, *substitutions) -> KernelSpec:

@@ -1,5 +1,5 @@
 """Kernels that try to earn speed points without doing the work, for proving the
-timing protocol (autograder/timing.py) turns each of them away.
+timing protocol (autograder/judge/timing.py) turns each of them away.
 
 Each is step 05's reference kernel with lines added (nothing re-typed, and each
 anchor must occur once, as in planted.py), told the size it will be timed at,
@@ -9,8 +9,9 @@ beside them keeps its verdict.
 """
 
 
-from autograder import KernelSpec, registry
-from autograder.kernel import substituted
+from autograder import KernelSpec
+from autograder.ladder import registry
+from autograder.run.kernel import substituted
 
 STEP = registry.step("05")
 WRONG_WHEN_TIMED = "a timed launch's output was wrong"

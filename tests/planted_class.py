@@ -15,8 +15,9 @@ import itertools
 import shutil
 from pathlib import Path
 
-from autograder import KernelSpec, registry
-from autograder.kernel import substituted
+from autograder import KernelSpec
+from autograder.ladder import registry
+from autograder.run.kernel import substituted
 
 STEP = registry.step("05")
 ROOT = Path(__file__).resolve().parent.parent

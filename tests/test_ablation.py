@@ -5,8 +5,11 @@ from dataclasses import replace
 
 import pytest
 
-from autograder import ablation, compiler, judge, registry
-from autograder.checker import SMALL
+from autograder import judge
+from autograder.judge.checker import SMALL
+from autograder.ladder import registry
+from autograder.measure import ablation
+from autograder.run import compiler
 
 
 @pytest.mark.parametrize("variant", ablation.VARIANTS, ids=lambda v: v.trick)

@@ -8,8 +8,9 @@ the comparison table.
 import pytest
 from planted import PLANTED, RACES, UNSAFE
 
-from autograder import KernelSpec, judge, registry
-from autograder.checker import SMALL
+from autograder import KernelSpec, judge
+from autograder.judge.checker import SMALL
+from autograder.ladder import registry
 
 pytestmark = pytest.mark.gpu
 

@@ -4,8 +4,8 @@ import dataclasses
 
 import pytest
 
-from autograder import bench
-from autograder.bench import Row
+from autograder.measure import bench
+from autograder.measure.bench import Row
 
 
 def row(kernel, size, gflops, cublas=1000.0):

@@ -11,9 +11,12 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from autograder import KernelSpec, checker, compiler, gpu, judge, registry
-from autograder.backends import BackendUnavailable
-from autograder.kernel import from_file
+from autograder import KernelSpec, judge
+from autograder.judge import checker
+from autograder.ladder import registry
+from autograder.run import compiler, gpu
+from autograder.run.backends import BackendUnavailable
+from autograder.run.kernel import from_file
 
 NEW_ARCHS = ("sm_80", "sm_90")  # the A100 and the H100
 by_name = pytest.mark.parametrize("step", registry.BEYOND, ids=lambda s: s.name)

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from autograder import bench, registry
-from autograder.assignments import ASSIGNMENTS
+from autograder.course.assignments import ASSIGNMENTS
+from autograder.ladder import registry
+from autograder.measure import bench
 
 ROOT = Path(__file__).resolve().parent.parent
 BOOK = ROOT / "book"

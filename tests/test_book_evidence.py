@@ -12,7 +12,7 @@ import matplotlib
 import matplotlib.pyplot as plt
 import pytest
 
-from autograder import registry
+from autograder.ladder import registry
 
 # The book's figures display through IPython, and its code excerpts are a Sphinx
 # extension: both come with Jupyter Book, which the README's setup installs.
@@ -199,7 +199,7 @@ def test_comments_are_cut_but_strings_kept():
 
 
 def test_the_ablation_table_gives_each_tricks_worth_from_the_committed_rows(tmp_path, monkeypatch):
-    from autograder import ablation, bench
+    from autograder.measure import ablation, bench
 
     def row(kernel, gflops):
         return bench.Row(kernel, 4096, 4096, 4096, gflops, 50000.0, 100 * gflops / 50000.0,

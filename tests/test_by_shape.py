@@ -18,9 +18,9 @@ from autograder import (
     registry,
     tune_plans,
 )
-from autograder.by_shape import Plan, Table
-from autograder.checker import SMALL
-from autograder.hardware import GPUS
+from autograder.judge.checker import SMALL
+from autograder.ladder.hardware import GPUS
+from autograder.run.by_shape import Plan, Table
 
 H100, T4 = GPUS["H100 SXM"]["sms"], GPUS["Tesla T4"]["sms"]
 SWEEP = [bench.parse_size(s) for s in bench.sweep_sizes()]
@@ -190,8 +190,8 @@ def test_the_reference_gemm_is_right_at_every_tile_shape_and_number_of_layers():
 def test_on_a_gpu_every_tile_shape_is_right_on_the_whole_suite(tiles, splits):
     import cupy
 
-    from autograder import checker
-    from autograder.backends import gpu_launcher
+    from autograder.judge import checker
+    from autograder.run.backends import gpu_launcher
 
     spec = replace(KernelSpec.from_step(registry.step("09")), split_every_case=False)
     launch = gpu_launcher(spec, choose=lambda M, N, K: Plan(tiles, splits))
@@ -206,7 +206,7 @@ def test_on_a_gpu_every_tile_shape_is_right_on_the_whole_suite(tiles, splits):
 
 
 def test_tune_09_dry_run_lists_every_class_and_its_plans_without_a_gpu(capsys):
-    from autograder import cli
+    from autograder.course import cli
 
     assert cli.main(["tune", "09", "--dry-run"]) == 0
     lines = capsys.readouterr().out.splitlines()

@@ -8,8 +8,9 @@ buffer beneath the view where a real kernel would write out of bounds.
 import numpy as np
 import pytest
 
-from autograder import checker
-from autograder.checker import Shape
+from autograder.judge import checker
+from autograder.judge.checker import Shape
+from autograder.run.backends import KernelFault
 
 SHAPE = Shape(127, 129, 65)
 
@@ -157,7 +158,7 @@ def test_a_one_beta_shape_runs_with_beta_nonzero_only():
 
 def test_a_fault_reported_by_the_backend_fails_the_case_with_its_message():
     def faulting(M, N, K, alpha, A, B, beta, C):
-        raise checker.KernelFault("thread (0, 0, 0) of block (0, 0, 0) read outside A")
+        raise KernelFault("thread (0, 0, 0) of block (0, 0, 0) read outside A")
 
     result = run(faulting)
     assert not result.ok and result.message.endswith("read outside A")
@@ -198,7 +199,7 @@ def test_a_notebook_shows_the_report_once_as_a_table_not_as_dataclass_fields():
 
 
 def test_a_shape_the_kernel_was_too_slow_for_fails_its_suite_and_one_never_run_is_said():
-    from autograder import verdicts
+    from autograder.judge import verdicts
 
     report = checker.Report("k", "cpu", seed=1)
     report.cases = [checker.CaseResult(checker.SMALL[0], 0.0, True)]

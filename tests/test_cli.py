@@ -5,7 +5,8 @@ import sys
 
 import pytest
 
-from autograder import gpu, registry
+from autograder.ladder import registry
+from autograder.run import gpu
 
 NO_GPU = gpu.unavailable_reason() is not None
 
@@ -107,7 +108,7 @@ def test_check_exits_1_for_a_wrong_kernel_on_the_cpu(tmp_path):
 
 
 def test_the_tolerance_comes_from_the_step_judged_not_the_file_name(tmp_path):
-    from autograder.kernel import from_source
+    from autograder.run.kernel import from_source
 
     source = registry.step("11").source()
     by_name = from_source(source, "11_tensor_core_tf32.cu")

@@ -1,5 +1,5 @@
 """A cold grader costs no student anything: the time limit of a case counts the
-kernel's own run, not the grader's start-up (autograder/judge.py).
+kernel's own run, not the grader's start-up (autograder/judge/job.py).
 
 The stand-in for a cold machine is a C++ compiler that takes longer to start
 than a whole case may take: the CPU backend builds every kernel before its
@@ -16,8 +16,9 @@ from pathlib import Path
 
 from planted import PLANTED
 
-from autograder import KernelSpec, judge, registry
-from autograder.checker import SMALL
+from autograder import KernelSpec, judge
+from autograder.judge.checker import SMALL
+from autograder.ladder import registry
 
 ROOT = Path(__file__).resolve().parent.parent
 CASE_LIMIT_S, START_DELAY_S = 3, 6

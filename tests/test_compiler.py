@@ -2,8 +2,8 @@
 
 import pytest
 
-from autograder import compiler
-from autograder.compiler import CompileError, Resources
+from autograder.run import compiler
+from autograder.run.compiler import CompileError, Resources
 
 BROKEN = """\
 extern "C" __global__ void sgemm_mine(int M, int N, int K, float alpha,

@@ -8,11 +8,14 @@ on a GPU; the missing barriers fail on every run.
 import pytest
 from planted import HANDOVER_WITHOUT_BARRIER, PLANTED, RACES, planted
 
-from autograder import KernelSpec, checker, cpu, judge, registry
-from autograder.backends import BackendUnavailable
-from autograder.checker import MEDIUM, SMALL
-from autograder.compiler import CompileError
-from autograder.registry import Geometry
+from autograder import KernelSpec, judge
+from autograder.judge import checker
+from autograder.judge.checker import MEDIUM, SMALL
+from autograder.ladder import registry
+from autograder.ladder.registry import Geometry
+from autograder.run import cpu
+from autograder.run.backends import BackendUnavailable
+from autograder.run.compiler import CompileError
 
 
 def check(spec, **kwargs):

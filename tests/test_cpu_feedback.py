@@ -11,8 +11,8 @@ from dataclasses import replace
 import pytest
 from planted import (
     GUARD_ON_THREADIDX,
-    LATE_BOUND,
     HALF_A_TILE,
+    LATE_BOUND,
     MISSING_ROW_BOUND,
     RACES,
     TRANSPOSED,
@@ -20,9 +20,11 @@ from planted import (
     planted_all,
 )
 
-from autograder import KernelSpec, contract, cpu, judge, registry
-from autograder.backends import BackendUnavailable
-from autograder.checker import SMALL, Shape
+from autograder import KernelSpec, judge
+from autograder.judge.checker import SMALL, Shape
+from autograder.ladder import registry
+from autograder.run import contract, cpu
+from autograder.run.backends import BackendUnavailable
 
 
 def check(spec, **kwargs):
@@ -256,7 +258,7 @@ def test_a_transposed_result_is_recognised(backend):
 
 
 def test_a_tile_larger_than_a_block_covers_is_named_beside_the_unwritten_elements():
-    from autograder.kernel import from_source
+    from autograder.run.kernel import from_source
 
     step = registry.step("03")
     spec = from_source(step.source(), step.path.name, block=(32, 32), tile=(64, 64))
@@ -313,7 +315,7 @@ def test_grade_gives_a_kernel_off_the_contract_a_status_that_says_so(tmp_path):
 
 @pytest.mark.gpu
 def test_on_a_gpu_too_a_kernel_off_the_contract_is_told_the_contract():
-    from autograder.compiler import CompileError
+    from autograder.run.compiler import CompileError
 
     spec = planted("01", "float beta, float* C)", "double beta, float* C)")
     with pytest.raises(CompileError, match="parameter 7 is double beta where the contract has"):

@@ -2,7 +2,7 @@
 
 NVRTC compiles only device code, and a block under `#ifndef __CUDA_ARCH__` is
 invisible to it; the CPU backend compiles the same file into a library whose
-constructors would run in the grader's process. autograder.device_only checks
+constructors would run in the grader's process. autograder.run.device_only checks
 the text that is then built. Each planted escape sits beside honest device
 code that must still pass.
 """
@@ -10,9 +10,11 @@ code that must still pass.
 import pytest
 from planted import planted
 
-from autograder import cpu, device_only, judge, registry
-from autograder.checker import SMALL
-from autograder.compiler import CompileError
+from autograder import judge
+from autograder.judge.checker import SMALL
+from autograder.ladder import registry
+from autograder.run import cpu, device_only
+from autograder.run.compiler import CompileError
 
 KERNEL = 'extern "C" __global__ void k(int M, float* C) {\n  if (M) C[0] = 1;\n}\n'
 

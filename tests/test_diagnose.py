@@ -4,7 +4,7 @@ import time
 
 import numpy as np
 
-from autograder.diagnose import describe_mismatch
+from autograder.judge.diagnose import describe_mismatch
 
 
 def wrong(bad):

@@ -4,7 +4,9 @@ import re
 
 import pytest
 
-from autograder import exercise, registry, verdicts
+from autograder.course import exercise
+from autograder.judge import verdicts
+from autograder.ladder import registry
 
 
 def test_threshold_is_a_fraction_of_the_reference_timed_on_the_same_gpu():

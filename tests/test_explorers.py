@@ -4,7 +4,9 @@ import itertools
 
 import pytest
 
-from autograder import explorers, registry, tune
+from autograder.course import explorers
+from autograder.ladder import registry
+from autograder.measure import tune
 
 
 def test_a_warp_walking_rows_needs_32_sectors_and_one_walking_columns_needs_four():

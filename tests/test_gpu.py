@@ -6,8 +6,10 @@ learner needs.
 import pytest
 from planted import PLANTED, RACES, planted
 
-from autograder import KernelSpec, bench, judge, registry
-from autograder.compiler import CompileError
+from autograder import KernelSpec, judge
+from autograder.ladder import registry
+from autograder.measure import bench
+from autograder.run.compiler import CompileError
 
 pytestmark = pytest.mark.gpu
 

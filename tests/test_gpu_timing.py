@@ -1,5 +1,5 @@
 """On a GPU: the speed test, exactly as the notebooks, `grade` and pytest run it
-(autograder.verdicts.evaluate at grading.json's size), turns every planted cheat
+(autograder.judge.verdicts.evaluate at grading.json's size), turns every planted cheat
 away with its reason, while the honest reference and a slow but correct kernel
 keep their verdicts."""
 
@@ -7,8 +7,8 @@ import pytest
 from planted_cheats import WRONG_WHEN_TIMED, cheats, honest
 from planted_class import STEP, kernel_source
 
-from autograder import verdicts
-from autograder.kernel import from_source
+from autograder.judge import verdicts
+from autograder.run.kernel import from_source
 
 pytestmark = pytest.mark.gpu
 

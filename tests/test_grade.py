@@ -14,11 +14,12 @@ from pathlib import Path
 import pytest
 from planted_class import K_LOOP, KINDS, STEP, kernel_source, write_class, write_large_class
 
-from autograder import gpu, rubric
-from autograder.backends import explain_cuda_error
-from autograder.gradebook import Gradebook, read_csv
-from autograder.grading import Grade, Score
-from autograder.submissions import Submission, Unreadable, at, find, notebook_kernel
+from autograder.grade import rubric
+from autograder.grade.gradebook import Gradebook, read_csv
+from autograder.grade.grading import Grade, Score
+from autograder.grade.submissions import Submission, Unreadable, at, find, notebook_kernel
+from autograder.run import gpu
+from autograder.run.backends import explain_cuda_error
 
 ROOT = Path(__file__).resolve().parent.parent
 TIMEOUT = "5"  # seconds per case: a hang costs this, a correct case takes well under 1 s
@@ -187,7 +188,7 @@ def test_the_slurm_scripts_grade_in_shards_then_merge(tmp_path):
 
     def submit(*args):
         return subprocess.run(
-            ["bash", "autograder/slurm/submit.sh", "2", str(root), "05", *args],
+            ["bash", "autograder/grade/slurm/submit.sh", "2", str(root), "05", *args],
             cwd=ROOT,
             env=env,
             capture_output=True,
@@ -341,7 +342,7 @@ def run_pytest_autograder(*args):
             sys.executable,
             "-m",
             "pytest",
-            "autograder/tests",
+            "autograder/grade/tests",
             "-p",
             "no:cacheprovider",
             *map(str, args),
@@ -400,7 +401,7 @@ def test_the_planted_class_grades_to_the_points_it_must_score_on_a_gpu(tmp_path)
 
 @pytest.mark.gpu
 def test_every_gpu_grades_its_share_with_the_same_verdicts(tmp_path):
-    from autograder.batch import visible_gpus
+    from autograder.grade.batch import visible_gpus
 
     gpus = visible_gpus("all")
     write_large_class(tmp_path / "class", 10)  # every kind, shared among the GPUs

@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from autograder import registry, rubric
-from autograder.gradebook import read_csv
+from autograder.grade import rubric
+from autograder.grade.gradebook import read_csv
+from autograder.ladder import registry
 
 ROOT = Path(__file__).resolve().parent.parent
 FULL_ON_THE_CPU = {t.id: t.points if t.suite else 0 for t in rubric.CUDA_TESTS}

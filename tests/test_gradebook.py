@@ -17,10 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from autograder import batch, gradebook, grading, registry, rubric, verdicts
-from autograder.gradebook import Gradebook, Refused, read_csv
-from autograder.grading import Grade, Score
-from autograder.submissions import find
+from autograder.grade import batch, gradebook, grading, rubric
+from autograder.grade.gradebook import Gradebook, Refused, read_csv
+from autograder.grade.grading import Grade, Score
+from autograder.grade.submissions import find
+from autograder.judge import verdicts
+from autograder.ladder import registry
 
 ROOT = Path(__file__).resolve().parent.parent
 STEP = registry.step("05")

@@ -3,7 +3,10 @@ by hand from the Programming Guide's table and the occupancy calculator's rules.
 
 import pytest
 
-from autograder import compiler, explorers, hardware, tune
+from autograder.course import explorers
+from autograder.ladder import hardware
+from autograder.measure import tune
+from autograder.run import compiler
 
 
 def test_the_table_holds_the_programming_guides_numbers():

@@ -1,7 +1,7 @@
 """Native code built from a submission runs in a child that cannot reach past it.
 
 The CPU backend loads a learner's kernel, compiled to a library, into a child
-process that confines itself first (autograder.isolation). Each protection is
+process that confines itself first (autograder.isolate.isolation). Each protection is
 shown by a planted attempt that must fail beside an honest one that must
 still work, so that no test passes by breaking everything: no files written
 outside the scratch directory, no processes, no sockets, no signals to the
@@ -21,8 +21,11 @@ import numpy as np
 import pytest
 from planted import planted
 
-from autograder import KernelSpec, cli, isolation, judge, registry
-from autograder.checker import SMALL
+from autograder import KernelSpec, judge
+from autograder.course import cli
+from autograder.isolate import isolation
+from autograder.judge.checker import SMALL
+from autograder.ladder import registry
 
 needs_isolation = pytest.mark.skipif(
     isolation.available() is not None, reason=f"no confinement here: {isolation.available()}"

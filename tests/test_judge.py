@@ -1,4 +1,4 @@
-"""What a job in a child process costs whom (autograder/judge.py, autograder/child.py):
+"""What a job in a child process costs whom (autograder/judge/job.py, autograder/isolate/child.py):
 a flood of output is capped and counted, a slow kernel is told it is slow, a
 stuck one that it may loop forever, and a grader that cannot start is the
 grader's fault, never the student's."""
@@ -7,10 +7,11 @@ import pytest
 from planted import planted
 from test_cold_start import slow_compiler
 
-from autograder import KernelSpec, judge, registry
-from autograder.checker import SMALL, Started
-from autograder.child import OUTPUT_KEPT, Hung
-from autograder.kernel import from_source
+from autograder import KernelSpec, judge
+from autograder.isolate.child import OUTPUT_KEPT, Hung
+from autograder.judge.checker import SMALL, Started
+from autograder.ladder import registry
+from autograder.run.kernel import from_source
 
 PRINTS = planted(
     "02",
@@ -35,14 +36,14 @@ def test_a_kernel_that_prints_nothing_gets_no_note():
 
 def test_a_hang_after_fast_cases_is_called_a_possible_endless_loop():
     started = Started("1001x777x513, beta=0", 2 * 1001 * 777 * 513)
-    message = judge._hung(Hung(started.label, 10.0), started, seconds_per_flop=1e-12)
+    message = judge.job._hung(Hung(started.label, 10.0), started, seconds_per_flop=1e-12)
     assert message.startswith("1001x777x513, beta=0: did not finish within 10 s")
     assert "an endless loop?" in message
 
 
 def test_a_kernel_too_slow_for_the_limit_is_told_it_is_slow_with_its_speed():
     started = Started("1001x777x513, beta=0", 2 * 1001 * 777 * 513)
-    message = judge._hung(Hung(started.label, 10.0), started, seconds_per_flop=1e-7)
+    message = judge.job._hung(Hung(started.label, 10.0), started, seconds_per_flop=1e-7)
     assert "it needs about 80 s here: it is too slow, not stuck" in message
     assert "(0.01 GFLOP/s)" in message and "endless" not in message
 

@@ -4,7 +4,8 @@ import re
 
 import pytest
 
-from autograder import compiler, registry
+from autograder.ladder import registry
+from autograder.run import compiler
 
 ARCHS = ("sm_75", "sm_90")  # Colab's T4 and the H100
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder import notebooks
+from autograder.course import notebooks
 
 nbgrader_api = pytest.importorskip("nbgrader.api", reason="nbgrader is not installed")
 

@@ -10,9 +10,9 @@ each explorer widget is built here directly instead.
 
 import pytest
 
-from autograder import registry
-from autograder.assignments import ASSIGNMENTS
-from autograder.notebooks import ROOT, cell_text, execute_and_score
+from autograder.course.assignments import ASSIGNMENTS
+from autograder.course.notebooks import ROOT, cell_text, execute_and_score
+from autograder.ladder import registry
 
 pytest.importorskip("nbclient", reason="nbclient is not installed")
 NAMES = [a.name for a in ASSIGNMENTS]
@@ -48,7 +48,7 @@ def test_explorer_widget_builds(name):
 
     matplotlib.use("Agg")
     ipywidgets = pytest.importorskip("ipywidgets")
-    from autograder import explorers
+    from autograder.course import explorers
 
     assert isinstance(explorers.explorer_for(name), ipywidgets.Widget)
 

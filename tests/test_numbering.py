@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from autograder import registry
-from autograder.assignments import ASSIGNMENTS
+from autograder.course.assignments import ASSIGNMENTS
+from autograder.ladder import registry
 
 ROOT = Path(__file__).resolve().parent.parent
 NUMBERED = re.compile(r"^(\d\d)_")

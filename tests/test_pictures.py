@@ -12,7 +12,7 @@ import pytest
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
-from autograder import registry
+from autograder.ladder import registry
 
 matplotlib.use("Agg")  # no display, no GPU: what the book's build has
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "book"))

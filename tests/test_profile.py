@@ -1,14 +1,16 @@
 """Nsight Compute's counters, read into the columns the book shows.
 
 tests/data/ncu_05_1024.csv is what ncu 2025.3.1 printed for step 05 at 1024^3
-on an H100 (`--csv --page raw`, the sections and metrics of autograder.profile).
+on an H100 (`--csv --page raw`, the sections and metrics of autograder.measure.profile).
 """
 
 from pathlib import Path
 
 import pytest
 
-from autograder import KernelSpec, profile, registry
+from autograder import KernelSpec
+from autograder.ladder import registry
+from autograder.measure import profile
 
 RAW = (Path(__file__).parent / "data" / "ncu_05_1024.csv").read_text()
 

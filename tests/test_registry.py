@@ -5,9 +5,9 @@ import re
 
 import pytest
 
-from autograder import registry
-from autograder.kernel import KernelSpec, SpecError, global_kernels
-from autograder.registry import KERNEL_DIR, Geometry, Step
+from autograder.ladder import registry
+from autograder.ladder.registry import KERNEL_DIR, Geometry, Step
+from autograder.run.kernel import KernelSpec, SpecError, global_kernels
 
 
 def test_every_kernel_file_is_registered_and_every_step_has_a_file():

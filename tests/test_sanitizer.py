@@ -14,8 +14,10 @@ from pathlib import Path
 import pytest
 from planted import HALF_A_TILE, RACES, UNSAFE
 
-from autograder import KernelSpec, checker, judge, registry, sanitizer
-from autograder.checker import EXACT_SIZE, SMALL
+from autograder import KernelSpec, judge
+from autograder.judge import checker, sanitizer
+from autograder.judge.checker import EXACT_SIZE, SMALL
+from autograder.ladder import registry
 
 DATA = Path(__file__).parent / "data"
 

@@ -6,7 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from autograder import cli, registry, sass
+from autograder.course import cli
+from autograder.ladder import registry
+from autograder.measure import sass
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -1,4 +1,4 @@
-"""The speed test believes only verified launches (autograder/timing.py): on the CPU
+"""The speed test believes only verified launches (autograder/judge/timing.py): on the CPU
 backend, in CI, every planted cheat (tests/planted_cheats.py) is caught by the same
 protocol that grades on a GPU, and the honest kernel's launches all count."""
 
@@ -6,8 +6,10 @@ import numpy as np
 import pytest
 from planted_cheats import WRONG_WHEN_TIMED, cheats, honest
 
-from autograder import checker, judge, registry, timing, verdicts
-from autograder.timing import Fingerprint, Measurement
+from autograder import judge
+from autograder.judge import checker, timing, verdicts
+from autograder.judge.timing import Fingerprint, Measurement
+from autograder.ladder import registry
 
 SIZE = (96, 80, 40)  # a timed size the cheats aim at; small, so the CPU is quick
 

@@ -12,8 +12,11 @@ import time
 
 import pytest
 
-from autograder import child, compiler, gpu, registry, tune
-from autograder.compiler import CompileError
+from autograder.isolate import child
+from autograder.ladder import registry
+from autograder.measure import tune
+from autograder.run import compiler, gpu
+from autograder.run.compiler import CompileError
 
 TUNABLE = [s for s in registry.STEPS if s.tuning]
 
@@ -163,7 +166,7 @@ def test_best_configuration_json_says_how_and_where_it_was_measured(tmp_path):
 def test_summary_prints_the_best_and_how_to_use_it(tmp_path):
     text = tune.summary(fake_search(tmp_path))
     assert "1200 GFLOP/s  80.0% of cuBLAS" in text
-    assert "set step 06's parameters in autograder/registry.py" in text
+    assert "set step 06's parameters in autograder/ladder/registry.py" in text
     assert "python -m autograder bench 06" in text
 
 

@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass
 
 import pytest
 
-from autograder import typed_csv
+from autograder.measure import typed_csv
 
 
 @dataclass(frozen=True)

@@ -103,8 +103,8 @@ def exercise_launch_button(app, pagename, templatename, context, doctree):
     buttons = context.get("header_buttons")
     if not buttons:
         return
-    from autograder.assignments import ASSIGNMENTS
-    from autograder.notebooks import colab_url
+    from autograder.course.assignments import ASSIGNMENTS
+    from autograder.course.notebooks import colab_url
 
     assignment = next((a for a in ASSIGNMENTS if a.chapter == pagename), None)
     for group in [b for b in buttons if b.get("label") == "launch-buttons"]:

@@ -1,0 +1,319 @@
+"""Interactive explorers for the exercise notebooks (ipywidgets 7 and 8).
+
+Each explorer is a pure function that computes what it shows (tested without
+a notebook) and a small widget around it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ..ladder import hardware, registry
+from ..run import by_shape
+
+# Since Pascal, global loads are served in 32-byte sectors: a warp reading 32
+# consecutive floats needs 4, one reading 32 scattered floats needs 32.
+SECTOR_BYTES = 32
+# NVIDIA's datasheet figures, for orientation: autograder/ladder/hardware.py's table.
+GPUS = hardware.GPUS
+
+
+@dataclass(frozen=True)
+class WarpAccess:
+    matrix: str
+    offsets: tuple[int, ...]  # element offsets the 32 lanes touch, lane by lane
+    sectors: int  # distinct 32-byte sectors the warp's request needs
+
+
+def warp_accesses(threads_walk: str, N: int, K: int, warp: int = 0, k: int = 0):
+    """The elements one warp of a 32x32 block touches in A, B and C at step k of
+    the naive kernel, when threadIdx.x walks the 'rows' or the 'columns' of C."""
+    accesses = []
+    lanes = range(32)
+    # Warp w of the block holds threads 32w ... 32w + 31: threadIdx.y = w.
+    if threads_walk == "rows":  # step 01: row = threadIdx.x, col = threadIdx.y
+        rows, cols = list(lanes), [warp] * 32
+    elif threads_walk == "columns":  # step 02: col = threadIdx.x, row = threadIdx.y
+        rows, cols = [warp] * 32, list(lanes)
+    else:
+        raise ValueError("threads_walk is 'rows' or 'columns'")
+    for matrix, offsets in (
+        ("A", [r * K + k for r in rows]),
+        ("B", [k * N + c for c in cols]),
+        ("C", [r * N + c for r, c in zip(rows, cols, strict=True)]),
+    ):
+        sectors = len({o * 4 // SECTOR_BYTES for o in offsets})
+        accesses.append(WarpAccess(matrix, tuple(offsets), sectors))
+    return accesses
+
+
+@dataclass(frozen=True)
+class TileCosts:
+    threads: int
+    shared_bytes: int
+    accumulators: int  # registers for C per thread, the largest part of the register budget
+    flops_per_global_byte: float  # arithmetic intensity of the block tile
+    shared_loads_per_fma: float
+    # Why these parameters cannot work: first the kernel's own rules (the registry's
+    # Tuning.rules, its static_asserts), then the limits of the smallest GPU the
+    # course targets (autograder/ladder/hardware.py); then what would make it slow.
+    problems: tuple[str, ...]
+    # The registry's rules and the hardware's limits reject it: it does not compile,
+    # or cannot be launched. (problems may also hold warnings about speed.)
+    rejected: bool = False
+
+
+def _shared_bytes(step: registry.Step, p: dict) -> int:
+    """Shared memory per block: the registry's formula where the step is tuned; the
+    launch's dynamic shared memory, or two BS x BS tiles, otherwise."""
+    if step.tuning:
+        return step.tuning.shared_bytes(p)
+    if step.geometry.shared_bytes:
+        return step.geometry.shared_bytes
+    if "BS" in p:
+        return 2 * p["BS"] * p["BS"] * 4
+    return 0
+
+
+def shared_floats_per_fma(p: dict) -> float:
+    """The course's model: floats each thread reads from shared memory per FMA. Per k
+    a thread reads TM values of A and TN of B for each of its thread tiles (WMITER x
+    WNITER of them in a warp tile) and does TM x TN FMAs with each; one element per
+    thread (step 03) reads 2 floats per FMA; steps without tiles read none."""
+    if not p:
+        return 0.0
+    TM, TN = p.get("TM", 1), p.get("TN", 1)
+    a_tiles, b_tiles = 1, p.get("WNITER", 1)
+    if "WM" in p:
+        a_tiles = max(1, registry.warp_m_iterations(p))  # 0: a set the rules reject
+    return (a_tiles * TM + b_tiles * TN) / (a_tiles * b_tiles * TM * TN)
+
+
+def tile_costs(step_id: str, **params: int) -> TileCosts:
+    """What a choice of tile parameters costs for a step of the ladder, and whether the
+    step's kernel accepts it at all: the registry's rules decide, as the tuner's do."""
+    step = registry.step(step_id).with_params(**params)
+    p = {**step.params}
+    bad = [f"{k} = {v} must be a positive whole number" for k, v in p.items() if v < 1]
+    if bad:
+        return TileCosts(0, 0, 0, 0.0, 0.0, tuple(bad), rejected=True)
+    rules = list(step.tuning.rules(p)) if step.tuning else []
+    try:
+        geometry = step.geometry
+    except (ValueError, ZeroDivisionError) as e:
+        return TileCosts(0, 0, 0, 0.0, 0.0, (*rules, f"invalid: {e}"), rejected=True)
+    threads = geometry.threads
+    BM, BN = geometry.tile
+    BK = p.get("BK", p.get("BS", 32))
+    shared = _shared_bytes(step, p)
+    floor = step.tuning.registers(p) if step.tuning else None
+    limits = hardware.launch_problems(
+        hardware.SMALLEST,
+        threads,
+        floor,
+        static_shared=shared - geometry.shared_bytes,
+        dynamic_shared=geometry.shared_bytes,
+        registers_floor=True,
+    )
+    accumulators = BM * BN // max(threads, 1)
+    loads_per_fma = shared_floats_per_fma(p)
+    intensity = 2 * BM * BN * BK / ((BM + BN) * BK * 4)
+    warnings = []
+    if accumulators > 128:
+        warnings.append(f"{accumulators} accumulators per thread: expect register spills")
+    return TileCosts(
+        threads,
+        shared,
+        accumulators,
+        round(intensity, 2),
+        round(loads_per_fma, 3),
+        tuple(rules + limits + warnings),
+        rejected=bool(rules or limits),
+    )
+
+
+def floors(M: int, N: int, K: int, gpu_name: str) -> dict[str, float]:
+    """The two lower bounds on an SGEMM's time on a GPU, in milliseconds."""
+    spec = GPUS[gpu_name]
+    flops = 2 * M * N * K
+    bytes_moved = 4 * (M * K + K * N + 2 * M * N)  # read A, B, C once; write C once
+    compute_ms = flops / (spec["fp32_tflops"] * 1e12) * 1e3
+    memory_ms = bytes_moved / (spec["bandwidth_gbs"] * 1e9) * 1e3
+    return {
+        "flops": flops,
+        "bytes": bytes_moved,
+        "intensity": flops / bytes_moved,
+        "compute_ms": compute_ms,
+        "memory_ms": memory_ms,
+        "bound": "compute" if compute_ms >= memory_ms else "memory",
+    }
+
+
+@dataclass(frozen=True)
+class PlanCosts:
+    """What a step-09 plan costs on a GPU: how its blocks fill the SMs, and split-K's traffic."""
+
+    plan: by_shape.Plan
+    blocks: int  # tiles times layers
+    waves: float  # blocks per SM, as if an SM ran one block at a time
+    busy: float  # the share of the SMs' time busy over all waves (1: whole waves)
+    product_bytes: int  # reading A and B once and writing C once: the least any plan moves
+    split_bytes: int  # what the layers add: S matrices of M x N written, then read back
+
+
+def plan_costs(M: int, N: int, K: int, plan: by_shape.Plan, sms: int) -> PlanCosts:
+    blocks = by_shape.tile_count(M, N, plan.tiles) * plan.splits
+    waves = blocks / sms
+    split = 2 * 4 * plan.splits * M * N if plan.splits > 1 else 0
+    return PlanCosts(
+        plan,
+        blocks,
+        waves,
+        waves / math.ceil(waves),
+        4 * (M * K + K * N + M * N),
+        split,
+    )
+
+
+# Widgets. Imported lazily: the functions above must work without Jupyter.
+
+
+def warp_explorer():
+    import ipywidgets as w
+    import matplotlib.pyplot as plt
+
+    def show(threads_walk, N, K, warp):
+        fig, axes = plt.subplots(1, 3, figsize=(11, 2.8))
+        for ax, access in zip(axes, warp_accesses(threads_walk, N, K, warp), strict=True):
+            ax.scatter(range(32), [o * 4 for o in access.offsets], s=12)
+            ax.set_title(
+                f"{access.matrix}: {access.sectors} sector{'s' * (access.sectors != 1)} of 32 B"
+            )
+            ax.set_xlabel("lane")
+        axes[0].set_ylabel("byte address")
+        fig.suptitle(f"one warp, threadIdx.x walking the {threads_walk} of C")
+        fig.tight_layout()
+        plt.show()
+
+    return w.interactive(
+        show,
+        threads_walk=w.Dropdown(options=["rows", "columns"]),
+        N=w.IntSlider(value=777, min=32, max=4096, step=1),
+        K=w.IntSlider(value=513, min=1, max=4096, step=1),
+        warp=w.IntSlider(value=0, min=0, max=31),
+    )
+
+
+def tile_explorer(step_id: str):
+    import ipywidgets as w
+
+    from ..run import compiler
+
+    step = registry.step(step_id)
+    sliders = {
+        name: w.Dropdown(
+            options=sorted({1, 2, 4, 8, 16, 32, 64, 128, 256, value}), value=value, description=name
+        )
+        for name, value in step.params.items()
+    }
+    out = w.Output()
+    button = w.Button(description="compile for the T4 (sm_75)")
+
+    def show(**params):
+        costs = tile_costs(step_id, **params)
+        out.clear_output()
+        with out:
+            print(
+                f"threads per block: {costs.threads}\nshared memory: {costs.shared_bytes} bytes"
+                f"\naccumulators per thread: {costs.accumulators}\n"
+                f"FLOPs per byte loaded from global memory: {costs.flops_per_global_byte}\n"
+                f"shared-memory loads per FMA: {costs.shared_loads_per_fma}"
+            )
+            for problem in costs.problems:
+                print("problem:", problem)
+            if costs.rejected:
+                print("rejected: the kernel's rules or a T4's limits say no (see above)")
+
+    def compile_now(_):
+        chosen = {k: s.value for k, s in sliders.items()}
+        tuned = step.with_params(**chosen)
+        with out:
+            if tile_costs(step_id, **chosen).rejected:
+                print("not compiled: these parameters are rejected (see the problems above)")
+                return
+            try:
+                result = compiler.compile_for_arch(
+                    tuned.source(), [tuned.name_expression], "sm_75", tuned.path.name
+                )
+                resources = result.resources[tuned.name_expression]
+                print(resources)
+                for problem in resources.problems(tuned.geometry.threads):
+                    print("problem:", problem)
+            except Exception as e:  # a static_assert names the broken constraint
+                print(str(e).splitlines()[-3:])
+
+    button.on_click(compile_now)
+    shown = w.interactive(show, **sliders)
+    return w.VBox([shown, button, out])
+
+
+def roofline_explorer():
+    import ipywidgets as w
+
+    def show(M, N, K, gpu_name):
+        f = floors(M, N, K, gpu_name)
+        print(
+            f"{f['flops'] / 1e9:.2f} GFLOP, {f['bytes'] / 1e6:.1f} MB at least, "
+            f"{f['intensity']:.1f} FLOP per byte\n"
+            f"no faster than {f['compute_ms']:.3f} ms (arithmetic) and "
+            f"{f['memory_ms']:.3f} ms (memory): {f['bound']}-bound on the {gpu_name}"
+        )
+
+    return w.interactive(show, **_shape_and_gpu(w, 1024, 1024, 1024))
+
+
+def _shape_and_gpu(w, M: int, N: int, K: int, max_K: int = 8192) -> dict:
+    """Sliders for M, N and K (starting at these) and a menu of GPUs."""
+    size = dict(min=1, max=8192, step=1)
+    return dict(
+        M=w.IntSlider(value=M, **size),
+        N=w.IntSlider(value=N, **size),
+        K=w.IntSlider(value=K, **{**size, "max": max_K}),
+        gpu_name=w.Dropdown(options=list(GPUS)),
+    )
+
+
+def dispatch_explorer():
+    """Step 09: what the dispatcher chooses for a shape, and what each plan costs."""
+    import ipywidgets as w
+
+    def show(M, N, K, gpu_name, splits):
+        sms = GPUS[gpu_name]["sms"]
+        chosen = by_shape.rule_of_thumb(M, N, K, sms)
+        print(f"rule of thumb on the {gpu_name} ({sms} SMs): {chosen}")
+        for tiles in by_shape.TILES:
+            c = plan_costs(M, N, K, by_shape.Plan(tiles, splits), sms)
+            print(
+                f"  {c.plan!s:<28} {c.blocks:6d} blocks, {c.waves:6.2f} waves "
+                f"({c.busy:4.0%} of the SMs' time busy), split-K adds "
+                f"{c.split_bytes / c.product_bytes:5.0%} to the least traffic"
+            )
+
+    return w.interactive(
+        show,
+        **_shape_and_gpu(w, 512, 512, 8192, max_K=65536),
+        splits=w.IntSlider(value=1, min=1, max=by_shape.MAX_SPLITS),
+    )
+
+
+def explorer_for(assignment: str):
+    """The explorer a notebook shows, by its assignment name."""
+    step = registry.step(assignment[:2])
+    if not step.is_cuda:  # step 00: how far the CPU is from the GPU's floors
+        return roofline_explorer()
+    if step.contract == "reduce":  # step 09: the dispatcher's choices
+        return dispatch_explorer()
+    if not step.params:  # steps 01 and 02: one thread per element, no tiles
+        return warp_explorer()
+    return tile_explorer(step.id)

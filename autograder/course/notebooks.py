@@ -1,0 +1,343 @@
+"""Build the exercise notebooks: solutions/ from kernels/ and assignments.py,
+then exercises/ from solutions/ through nbgrader's own generate_assignment.
+
+    python -m autograder notebooks           # rewrite solutions/ and exercises/
+    python -m autograder notebooks --check   # fail if either differs from what this builds
+
+Nothing here is written by hand twice: a kernel cell is the kernel file from
+kernels/ with the assignment's docs anchors turned into nbgrader's solution
+markers (and the other anchors dropped), and every other cell is made from the
+assignment's entry in assignments.py.
+"""
+
+from __future__ import annotations
+
+import filecmp
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from ..grade import rubric
+from ..ladder.registry import KERNEL_DIR, step
+from .assignments import ASSIGNMENTS, Assignment
+
+ROOT = KERNEL_DIR.parent
+CONFIG = ROOT / "_config.yml"
+_ANCHOR = re.compile(r"^(\s*)(//|#) \[docs:([a-z0-9-]+)\]\s*$")
+
+
+def repository_url(config: Path = CONFIG) -> str:
+    """The repository's URL, from the book's _config.yml (its one home)."""
+    block = re.search(r"^repository:[ \t]*\n((?:[ \t].*\n|[ \t]*\n)*)", config.read_text(), re.M)
+    url = block and re.search(r"^[ \t]+url:[ \t]*(\S+)", block.group(1), re.M)
+    if not url:
+        raise ValueError(f"{config} has no repository: url:")
+    return url.group(1)
+
+
+def colab_url(assignment_name: str, url: str | None = None) -> str:
+    """The "Open in Colab" link of an exercise notebook on the repository's main branch."""
+    owner_repo = re.sub(r"^https://github.com/|\.git$", "", url or repository_url())
+    return (
+        f"https://colab.research.google.com/github/{owner_repo}/blob/main/exercises/"
+        f"{assignment_name}/{assignment_name}.ipynb"
+    )
+
+
+def mark_regions(text: str, regions: list[str], name: str) -> str:
+    """text with the anchors of `regions` as solution markers and other anchors dropped."""
+    lines, found = [], []
+    for line in text.splitlines():
+        m = _ANCHOR.match(line)
+        if not m:
+            lines.append(line)
+        elif m.group(3).removesuffix("-end") in regions:
+            marker = "END SOLUTION" if m.group(3).endswith("-end") else "BEGIN SOLUTION"
+            lines.append(f"{m.group(1)}{m.group(2)} {marker}")
+            found.append(m.group(3))
+    for region in regions:
+        if found.count(region) != 1 or found.count(f"{region}-end") != 1:
+            raise ValueError(f"{name} has no [docs:{region}] ... [docs:{region}-end] region")
+    return "\n".join(lines)
+
+
+def _cell(nbformat, kind: str, source: str, grade_id: str, **nbgrader):
+    make = nbformat.v4.new_code_cell if kind == "code" else nbformat.v4.new_markdown_cell
+    cell = make(source)
+    cell.id = grade_id  # stable ids: a regenerated notebook must equal the committed one
+    cell.metadata["nbgrader"] = {
+        "grade": False,
+        "grade_id": grade_id,
+        "locked": True,
+        "schema_version": 3,
+        "solution": False,
+        "task": False,
+        **nbgrader,
+    }
+    return cell
+
+
+def _test(nbformat, grade_id: str, points: int, comment: str, code: str, hidden=False):
+    body = f"### BEGIN HIDDEN TESTS\n{code}\n### END HIDDEN TESTS" if hidden else code
+    return _cell(
+        nbformat,
+        "code",
+        f"# {points} points: {comment}\n{body}",
+        grade_id,
+        grade=True,
+        points=points,
+    )
+
+
+SETUP = """\
+# Setup: run this first. It works on Colab (with or without a GPU), in a clone
+# of the course repository, and when nbgrader grades the notebook.
+import os, subprocess, sys
+try:
+    import autograder
+except ImportError:  # on Colab: fetch the course once, next to this notebook
+    if not os.path.isdir("sgemm-course"):
+        subprocess.run(["git", "clone", "--depth", "1", "{url}", "sgemm-course"], check=True)
+        # What confines a kernel's native code on the CPU backend (pure Python).
+        confine = ["pyseccomp==0.1.2", "landlock==1.0.0.dev5"]
+        subprocess.run([sys.executable, "-m", "pip", "install", "-q", *confine])
+    sys.path.insert(0, os.path.abspath("sgemm-course"))
+    import autograder
+from autograder.course import exercise, explorers
+exercise.setup()"""
+
+
+def notebook(a: Assignment, url: str):
+    import nbformat
+
+    colab = colab_url(a.name, url)
+    chapter = f"{url}/blob/main/{a.chapter}.md"
+    hints = "\n\n".join(
+        f"<details><summary>Hint {i}</summary>\n\n{h}\n\n</details>"
+        for i, h in enumerate(a.hints, 1)
+    )
+    cells = [
+        _cell(
+            nbformat,
+            "markdown",
+            f"# {a.step} · {a.title}\n\n[![Open In Colab](https://colab.research.google.com/"
+            f"assets/colab-badge.svg)]({colab})  ·  the chapter: [{a.title}]({chapter})\n\n"
+            f"{a.idea}",
+            "intro",
+        ),
+        _cell(nbformat, "code", SETUP.replace("{url}", url), "setup"),
+        _cell(nbformat, "markdown", f"## Your code\n\n{a.task}", "task"),
+    ]
+    python = not step(a.step).is_cuda
+    cells += _python_cells(nbformat, a) if python else _cuda_cells(nbformat, a)
+    cells += [
+        _cell(nbformat, "markdown", "## Explore", "explore_intro"),
+        _explorer_cell(nbformat, a),
+        _cell(nbformat, "markdown", f"## Hints\n\nOpen one at a time.\n\n{hints}", "hints"),
+    ]
+    cells += _python_tests(nbformat) if python else _cuda_tests(nbformat, a)
+    nb = nbformat.v4.new_notebook(cells=cells)
+    nb.metadata = {
+        "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
+        "language_info": {"name": "python"},
+    }
+    return nb
+
+
+def _explorer_cell(nbformat, a: Assignment):
+    """The interactive explorer. Tagged skip-execution: nbgrader and nbclient leave it out
+    when they run a notebook unattended, because executing a widget cell that way
+    sometimes never returns (jupyter/nbclient#312; seen here three times); a learner
+    runs it as any other cell."""
+    cell = _cell(nbformat, "code", f'explorers.explorer_for("{a.name}")', "explore")
+    cell.metadata["tags"] = ["skip-execution"]
+    return cell
+
+
+def _cuda_cells(nbformat, a: Assignment):
+    s = step(a.step)
+    source = mark_regions(s.path.read_text(), [a.region], s.path.name)
+    return [
+        _cell(
+            nbformat,
+            "code",
+            f"%%writefile {s.path.name}\n{source}",
+            "kernel",
+            solution=True,
+            locked=False,
+        ),
+        _cell(
+            nbformat,
+            "markdown",
+            "## Check it\n\nRuns your kernel on shapes from 1×1×1 to 4095×4097×4093 against a "
+            "float64 reference, on the GPU if there is one and otherwise on the CPU, and says "
+            "where it is wrong: the same report as `python -m autograder check`.",
+            "check_intro",
+        ),
+        _cell(nbformat, "code", f'exercise.check("{s.path.name}")', "check", locked=False),
+    ]
+
+
+def _cuda_tests(nbformat, a: Assignment):
+    name = step(a.step).path.name
+    whole, odd, fast = rubric.CUDA_TESTS
+    intro = _cell(
+        nbformat,
+        "markdown",
+        "## Grading\n\nThe cells below are what nbgrader runs: correct on whole tiles "
+        f"({whole.points} points), correct on shapes that are not multiples of the tile "
+        f"({odd.points} points, hidden tests), and fast enough on a GPU ({fast.points} points: "
+        "at least the fraction of the reference kernel's GFLOP/s set in `grading.json`, timed "
+        "on the same GPU, for a kernel that is right on whole tiles; zero without a GPU).",
+        "grading",
+    )
+    return [intro] + [
+        _test(nbformat, t.id, t.points, t.what, t.call(name), hidden=t.hidden)
+        for t in rubric.CUDA_TESTS
+    ]
+
+
+def _python_cells(nbformat, a: Assignment):
+    path = step(a.step).path
+    text = path.read_text()
+    source = mark_regions(text, re.findall(r"# \[docs:([a-z0-9]+)\]\n", text), path.name)
+    return [
+        _cell(nbformat, "code", source, "kernel", solution=True, locked=False),
+        _cell(
+            nbformat,
+            "markdown",
+            "## Check it\n\nCompares your functions with NumPy and times them on 96×96×96.",
+            "check_intro",
+        ),
+        _cell(
+            nbformat,
+            "code",
+            "exercise.check_python(matmul, matmul_ikj, gflops)",
+            "check",
+            locked=False,
+        ),
+    ]
+
+
+def _python_tests(nbformat):
+    return [
+        _cell(
+            nbformat,
+            "markdown",
+            "## Grading\n\n`matmul` right on small shapes (3 points) and on odd ones (3 points, "
+            "hidden), `matmul_ikj` right (2 points), `gflops` right (2 points).",
+            "grading",
+        ),
+        _test(
+            nbformat,
+            "test_matmul_small",
+            3,
+            "matmul right on small shapes",
+            'exercise.assert_matmul(matmul, "small")',
+        ),
+        _test(
+            nbformat,
+            "test_matmul_odd",
+            3,
+            "matmul right on odd shapes",
+            'exercise.assert_matmul(matmul, "odd")',
+            hidden=True,
+        ),
+        _test(
+            nbformat,
+            "test_matmul_ikj",
+            2,
+            "matmul_ikj right",
+            'exercise.assert_matmul(matmul_ikj, "odd")',
+        ),
+        _test(nbformat, "test_gflops", 2, "gflops right", "exercise.assert_gflops(gflops)"),
+    ]
+
+
+def build(root: Path = ROOT) -> None:
+    """Write solutions/ and, through nbgrader, exercises/ under root."""
+    import nbformat
+
+    url = repository_url()
+    for a in ASSIGNMENTS:
+        folder = root / "solutions" / a.name
+        folder.mkdir(parents=True, exist_ok=True)
+        nbformat.write(notebook(a, url), folder / f"{a.name}.ipynb")
+    for a in ASSIGNMENTS:
+        result = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "nbgrader",
+                "generate_assignment",
+                a.name,
+                "--force",
+                "--CourseDirectory.root=" + str(root),
+                "--log-level=WARN",
+            ],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+        )
+        if result.returncode:
+            raise RuntimeError(f"nbgrader generate_assignment {a.name} failed:\n{result.stderr}")
+
+
+def differences(root: Path = ROOT) -> list[str]:
+    """Files of solutions/ and exercises/ that differ from a fresh build."""
+    with tempfile.TemporaryDirectory() as tmp:
+        fresh = Path(tmp)
+        shutil.copy(ROOT / "nbgrader_config.py", fresh)
+        build(fresh)
+        found = []
+        for top in ("solutions", "exercises"):
+            for path in sorted((fresh / top).rglob("*.ipynb")):
+                committed = root / path.relative_to(fresh)
+                if not committed.exists() or not filecmp.cmp(path, committed, shallow=False):
+                    found.append(str(committed.relative_to(root)))
+            for path in sorted((root / top).rglob("*.ipynb")):
+                if not (fresh / path.relative_to(root)).exists():
+                    found.append(str(path.relative_to(root)) + " (not built any more)")
+    return found
+
+
+def execute_and_score(path: Path, timeout_s: int = 900):
+    """Run a notebook top to bottom (nbclient, errors allowed) and grade it as nbgrader would:
+    a grade cell earns its points when it raises nothing. Returns the executed notebook and
+    {grade_id: (earned, points, error text or "")}."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    nb = nbformat.read(path, as_version=4)
+    NotebookClient(
+        nb,
+        timeout=timeout_s,
+        kernel_name="python3",
+        allow_errors=True,
+        resources={"metadata": {"path": str(Path(path).parent)}},
+    ).execute()
+    scores = {}
+    for cell in nb.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if cell.cell_type == "code" and meta.get("grade"):
+            errors = [f"{o.ename}: {o.evalue}" for o in cell.outputs if o.output_type == "error"]
+            points = meta["points"]
+            scores[meta["grade_id"]] = (0 if errors else points, points, "; ".join(errors))
+    return nb, scores
+
+
+def cell_text(nb, grade_id: str) -> str:
+    """Everything a code cell printed or raised, as text."""
+    cell = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == grade_id)
+    parts = []
+    for o in cell.get("outputs", []):
+        if o.output_type == "stream":
+            parts.append(o.text)
+        elif o.output_type == "error":
+            parts.append(f"{o.ename}: {o.evalue}")
+        else:  # a result shown: its plain-text form
+            parts.append(o.get("data", {}).get("text/plain", ""))
+    return "".join(parts)

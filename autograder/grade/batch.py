@@ -1,0 +1,301 @@
+"""Grade a class: every submission of a directory, one worker per GPU.
+
+Each worker owns one GPU and grades one submission at a time on it, so a
+timing never shares its GPU with another of our grading processes; a lock
+file per GPU extends that to other `grade` runs on the same machine (two
+assignments graded at once, or two Slurm tasks placed on one node). The
+submission's kernel runs in children of the worker (autograder.judge.job), so
+a crash or a hang costs that student's test and nothing else.
+
+Grades are saved per student as they arrive (autograder.grade.gradebook); a rerun
+skips the students whose grade is current (the same kernel, the same grader),
+so a run that is interrupted, by Ctrl-C or a dead machine, continues where it
+stopped. A run refuses, before it changes anything, what would lose or mix
+grades: a folder with no submissions, a second run of the same class, a CSV or
+feedback folder of something else, GPU grades replaced by CPU ones.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import multiprocessing
+import os
+import queue
+import signal
+import sys
+import tempfile
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..ladder.registry import Step
+from . import grading, rubric
+from .gradebook import Gradebook, Refused
+from .grading import GRADER_ERROR
+from .submissions import Submission, find, students_folder
+
+LOCK_DIR = Path(tempfile.gettempdir()) / "sgemm-course-gpu-locks"
+
+
+@dataclass
+class Summary:
+    graded: list[grading.Grade] = field(default_factory=list)
+    skipped: int = 0  # their grade is current (Gradebook.is_current)
+    kept: list[str] = field(default_factory=list)  # graded earlier, hand nothing in now
+    not_graded: list[str] = field(default_factory=list)  # interrupted, or their worker died
+    seconds: float = 0.0
+    workers: int = 1
+
+    def __str__(self) -> str:
+        statuses = Counter(g.status for g in self.graded)
+        full = sum(g.total == rubric.MAX_POINTS for g in self.graded)
+        rate = len(self.graded) / self.seconds * 60 if self.seconds else 0.0
+        lines = [
+            f"graded {len(self.graded)} in {self.seconds:.0f} s with {self.workers} "
+            f"worker{'s' * (self.workers > 1)} ({rate:.1f} submissions per minute); "
+            f"{full} with full marks; "
+            + ", ".join(f"{status}: {n}" for status, n in sorted(statuses.items())),
+            f"skipped {self.skipped} whose grade is current: the same kernel, graded by the "
+            + "same grader (--force regrades them)",
+        ]
+        if self.kept:
+            lines.append(
+                f"kept the grades of {len(self.kept)} who hand in nothing now "
+                f"({_names(self.kept)}): graded earlier, their rows stay in the CSV"
+            )
+        if self.not_graded:
+            lines.append(
+                f"NOT graded: {len(self.not_graded)} ({_names(self.not_graded)}): "
+                "run the same command again to grade them"
+            )
+        errors = [g.student for g in self.graded if g.status == grading.GRADER_ERROR]
+        if errors:
+            lines.append(
+                f"grader errors (ours, not the students'; regraded on the next run): "
+                f"{', '.join(errors)}"
+            )
+        flips = [g for g in self.graded if len(g.gflops) > 1]
+        if flips:
+            lines.append(_stability(flips))
+        return "\n".join(lines)
+
+
+def _names(students: list[str]) -> str:
+    return ", ".join(students[:8]) + (", ..." if len(students) > 8 else "")
+
+
+def _stability(grades: list[grading.Grade]) -> str:
+    """How much repeated timings of one kernel differ, and whether a verdict would flip."""
+    spreads, flipped = [], []
+    for g in grades:
+        low, high = min(g.gflops), max(g.gflops)
+        spreads.append((high - low) / high * 100 if high else 0.0)
+        if g.minimum_gflops is not None and low < g.minimum_gflops <= high:
+            flipped.append(g.student)
+    return (
+        f"timing spread over repeated timings: median {sorted(spreads)[len(spreads) // 2]:.1f}%, "
+        f"largest {max(spreads):.1f}% of the fastest; verdicts that a single timing could "
+        f"have flipped: {len(flipped)}" + (f" ({', '.join(flipped)})" if flipped else "")
+    )
+
+
+def shard(submissions: list[Submission], which: tuple[int, int]) -> list[Submission]:
+    """The k-th of n interleaved shares (k from 1), for a Slurm job array."""
+    k, n = which
+    return submissions[k - 1 :: n]
+
+
+def roster(root: Path, step: Step, book: Gradebook) -> list[Submission]:
+    """The class's submissions for `step`. Refuses a folder where no student has one
+    (a wrong directory or --assignment, which would otherwise write a gradebook of
+    nobody), and a feedback folder inside the students' folder (find() would take
+    it for a student)."""
+    found = find(root, step)
+    folder = students_folder(root)
+    if not any(s.path for s in found):
+        why = f" (student folders: {len(found)}, none with a file for {step.name})" if found else ""
+        raise Refused(f"no submissions found in {folder}{why}")
+    if folder.resolve() in book.feedback_dir.resolve().parents:
+        raise Refused(
+            f"the feedback folder {book.feedback_dir} is inside {folder}, where it would be "
+            "taken for a student: give a --json outside it"
+        )
+    return found
+
+
+def merge(root: Path, step: Step, book: Gradebook) -> tuple[int, list[str]]:
+    """Write the CSV of the class under root from the feedback files (after the
+    shards of a job array); returns its rows and the students not graded yet."""
+    students = [s.student for s in roster(root, step, book)]
+    if not book.students():
+        raise Refused(f"no feedback files in {book.feedback_dir}: nothing to merge")
+    with book.locked():
+        return book.write_csv(students), [s for s in students if book.get(s) is None]
+
+
+def run(
+    root: Path,
+    step: Step,
+    book: Gradebook,
+    options: grading.Options,
+    gpus: list[str] | None = None,
+    force: bool = False,
+    part: tuple[int, int] | None = None,
+    write_csv: bool = True,
+    progress: bool = True,
+) -> Summary:
+    """Grade every submission for `step` under root whose grade is not current.
+
+    gpus: the GPUs to use (CUDA device numbers), one worker each; None on the CPU
+    backend, which runs one worker (the CPU backend spreads a kernel over all cores).
+    part: (K, N), grade only the K-th of N shares; the shards of one job array
+    share the gradebook's lock.
+    """
+    started = time.perf_counter()
+    everyone = roster(root, step, book)
+    with book.locked(shared=part is not None):
+        mine = shard(everyone, part) if part else everyone
+        todo = [s for s in mine if force or not book.is_current(s, options.backend)]
+        if options.backend == "cpu" and not force:
+            _refuse_to_downgrade(book, todo)
+        summary = Summary(
+            skipped=len(mine) - len(todo), kept=book.gone(everyone), workers=len(gpus or [None])
+        )
+        students = [s.student for s in everyone] if write_csv else None
+        _grade_all(todo, step, book, options, gpus, students, progress, summary)
+    summary.seconds = time.perf_counter() - started
+    return summary
+
+
+def _refuse_to_downgrade(book: Gradebook, todo: list[Submission]) -> None:
+    """On the CPU the speed test scores zero, so a CPU grade in place of a GPU one
+    takes points away. It would happen to a whole class if a GPU node's driver
+    failed, so that --backend auto fell back to the CPU, just after a change to
+    the grader made every grade stale."""
+    on_gpu = [
+        s.student
+        for s in todo
+        if (old := book.get(s.student)) and old.backend == "gpu" and old.status != GRADER_ERROR
+    ]
+    if on_gpu:
+        raise Refused(
+            f"students graded on a GPU would be graded again on the CPU ({_names(on_gpu)}), "
+            "where the speed test scores zero: grade on a GPU, or give --force to replace "
+            "their grades"
+        )
+
+
+def _grade_all(todo, step, book, options, gpus, students, progress, summary) -> None:
+    """Grade `todo` with one worker per GPU, saving each grade as it comes, and the
+    CSV of `students` after each (None: no CSV, for a shard)."""
+    from tqdm import tqdm
+
+    context = multiprocessing.get_context("spawn")
+    jobs, results = context.Queue(), context.Queue()
+    for s in todo:
+        jobs.put(s)
+    workers = [
+        context.Process(target=_worker, args=(gpu, step, options, jobs, results))
+        for gpu in (gpus or [None])
+    ]
+    for w in workers:
+        jobs.put(None)  # one "no more work" per worker
+        w.start()
+    waiting = {s.student for s in todo}
+    bar = tqdm(total=len(todo), unit="student", disable=not progress or not todo)
+    try:
+        while waiting:
+            try:
+                grade = results.get(timeout=1.0)
+            except queue.Empty:
+                if any(w.is_alive() for w in workers):
+                    continue
+                break  # every worker is gone: what they sent has been read
+            book.put(grade)
+            if students is not None:
+                book.write_csv(students)
+            waiting.discard(grade.student)
+            summary.graded.append(grade)
+            bar.set_postfix_str(f"{grade.student}: {grade.total}/{rubric.MAX_POINTS}")
+            bar.update()
+    except KeyboardInterrupt:
+        print(
+            "\ninterrupted: stopping the workers; every grade saved so far is kept", file=sys.stderr
+        )
+    finally:
+        bar.close()
+        _stop(workers)
+        if students is not None:
+            book.write_csv(students)
+    summary.not_graded = sorted(waiting)
+
+
+def _stop(workers) -> None:
+    for w in workers:
+        if w.is_alive():
+            w.terminate()  # SIGTERM: the worker kills the child running a kernel, then exits
+    for w in workers:
+        w.join(10)
+        if w.is_alive():
+            w.kill()
+            w.join()
+
+
+def _worker(gpu: str | None, step: Step, options, jobs, results) -> None:
+    # Ctrl-C reaches every process of the terminal: the parent alone decides,
+    # and stops the workers with SIGTERM, which unwinds through the child process's
+    # cleanup (killing the kernel's process) instead of dying on the spot.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
+    if gpu is not None:
+        os.environ["CUDA_VISIBLE_DEVICES"] = gpu
+    while (submission := jobs.get()) is not None:
+        with _exclusive(gpu):
+            results.put(grading.grade(submission, step, options))
+
+
+@contextlib.contextmanager
+def _exclusive(gpu: str | None):
+    """Hold this GPU's lock file while grading on it (no lock for the CPU)."""
+    if gpu is None:
+        yield
+        return
+    LOCK_DIR.mkdir(exist_ok=True)
+    with open(LOCK_DIR / f"{_gpu_identity(gpu)}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _gpu_identity(gpu: str) -> str:
+    """The GPU's PCI bus id, the same whatever CUDA_VISIBLE_DEVICES numbers it as."""
+    import cupy
+
+    return cupy.cuda.runtime.deviceGetPCIBusId(0).replace(":", "-").replace(".", "-")
+
+
+def visible_gpus(wanted: str | None) -> list[str]:
+    """The CUDA device numbers to run workers on: 'all' (or None) or '0,2,3'."""
+    parent = os.environ.get("CUDA_VISIBLE_DEVICES")
+    import cupy
+
+    count = cupy.cuda.runtime.getDeviceCount()
+    if wanted in (None, "all"):
+        indices = list(range(count))
+    else:
+        try:
+            indices = [int(i) for i in wanted.split(",")]
+        except ValueError:
+            raise ValueError(f"--gpus takes 'all' or numbers like 0,1,3, not {wanted!r}") from None
+        bad = [i for i in indices if not 0 <= i < count]
+        if bad:
+            raise ValueError(f"no GPU {bad[0]}: this machine has {count} (0 to {count - 1})")
+    # Workers set CUDA_VISIBLE_DEVICES themselves; keep the parent's own numbering.
+    if parent:
+        names = parent.split(",")
+        return [names[i] for i in indices]
+    return [str(i) for i in indices]

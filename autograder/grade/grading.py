@@ -1,0 +1,146 @@
+"""Grade one submission: the rubric's tests, run as the notebook's grade cells run them.
+
+The kernel is compiled, checked and timed in a child process (autograder.judge.job,
+through autograder.judge.verdicts), so a kernel that crashes, hangs or exhausts the GPU
+costs its own tests and nothing else. A `Grade` is plain data, written to JSON
+as the student's feedback.
+"""
+
+from __future__ import annotations
+
+import datetime
+import time
+import traceback
+from dataclasses import asdict, dataclass, field
+
+from ..judge import verdicts
+from ..judge.job import GraderFault
+from ..ladder.registry import Step
+from ..run import contract
+from ..run.backends import BackendUnavailable
+from ..run.compiler import CompileError
+from ..run.kernel import SpecError, from_source
+from . import rubric
+from .submissions import Submission, Unreadable
+
+# A grade's status: every test ran, or why none could.
+GRADED = "graded"
+NO_SUBMISSION = "no submission"
+UNREADABLE = "unreadable"
+NOT_IMPLEMENTED = "not implemented"
+NOT_COMPILED = "compile error"
+OFF_CONTRACT = "off the contract"  # compiles, but does not take the parameters the grader passes
+NEEDS_GPU = "needs a GPU"  # uses what the CPU backend cannot run
+GRADER_ERROR = "grader error"  # a fault of the grader, not the student: regraded on the next run
+
+
+@dataclass
+class Score:
+    id: str
+    points: int
+    earned: int
+    message: str = ""
+
+
+@dataclass
+class Grade:
+    student: str
+    assignment: str
+    submission: str  # the file graded, as given
+    fingerprint: str
+    backend: str
+    status: str = GRADED
+    tests: list[Score] = field(default_factory=list)
+    gflops: list[float] = field(default_factory=list)  # one per timing
+    minimum_gflops: float | None = None
+    device: str = ""
+    graded_at: str = ""
+    seconds: float = 0.0
+
+    @property
+    def total(self) -> int:
+        return sum(t.earned for t in self.tests)
+
+    def to_json(self) -> dict:
+        return {**asdict(self), "total": self.total, "max_points": rubric.MAX_POINTS}
+
+    @classmethod
+    def from_json(cls, data: dict) -> Grade:
+        data = {k: v for k, v in data.items() if k not in ("total", "max_points")}
+        data["tests"] = [Score(**t) for t in data["tests"]]
+        return cls(**data)
+
+
+@dataclass(frozen=True)
+class Options:
+    backend: str = "gpu"
+    case_timeout_s: float = verdicts.CASE_TIMEOUT_S
+    timings: int = 1  # how many times the speed test times the kernel; the verdict uses the median
+
+
+def grade(submission: Submission, step: Step, options: Options) -> Grade:
+    """Grade one submission; never raises for anything the submission does."""
+    started = time.perf_counter()
+    result = Grade(
+        student=submission.student,
+        assignment=step.name,
+        submission=str(submission.path or ""),
+        fingerprint=submission.fingerprint(step),
+        backend=options.backend,
+    )
+    try:
+        _run_tests(result, submission, step, options)
+    except GraderFault as e:  # the machine, not the student: regraded on the next run
+        result.status = GRADER_ERROR
+        result.tests = _all_fail(str(e))
+    except Exception:  # a bug of ours must not stop the class: record it, regrade next run
+        result.status = GRADER_ERROR
+        result.tests = _all_fail(traceback.format_exc(limit=3))
+    result.graded_at = datetime.datetime.now().isoformat(timespec="seconds")
+    result.seconds = round(time.perf_counter() - started, 2)
+    return result
+
+
+def _all_fail(message: str) -> list[Score]:
+    return [Score(t.id, t.points, 0, message) for t in rubric.CUDA_TESTS]
+
+
+# What stops a submission before any test can run, and the status it gets.
+_STOPPED = (
+    (Unreadable, UNREADABLE),
+    (SpecError, UNREADABLE),
+    (verdicts.NotImplementedYet, NOT_IMPLEMENTED),
+    (CompileError, NOT_COMPILED),
+    (BackendUnavailable, NEEDS_GPU),  # e.g. warp shuffles, which the CPU backend cannot run
+)
+
+
+def _run_tests(result: Grade, submission: Submission, step: Step, options: Options) -> None:
+    suites = [t.suite for t in rubric.CUDA_TESTS if t.suite]
+    timings = options.timings if options.backend == "gpu" else 0
+    try:
+        source = submission.source(step)
+        spec = from_source(source, step.path.name, kernel=step.kernel, like=step.id)
+        evaluation = verdicts.evaluate(
+            spec, suites, options.backend, options.case_timeout_s, timings
+        )
+    except tuple(kind for kind, _ in _STOPPED) as e:
+        status = next(status for kind, status in _STOPPED if isinstance(e, kind))
+        if isinstance(e, CompileError) and e.compiler == contract.CHECKER:
+            status = OFF_CONTRACT
+        result.status = NO_SUBMISSION if submission.path is None else status
+        result.tests = _all_fail(str(e))
+        return
+    result.device = evaluation.device
+    speed = evaluation.speed or verdicts.Speed(
+        False, "the performance test needs a GPU: graded on the CPU, it scores zero"
+    )
+    result.gflops, result.minimum_gflops = speed.gflops, speed.minimum
+    for test in rubric.CUDA_TESTS:
+        if test.suite:
+            problem = evaluation.problems[test.suite]
+            passed, message = problem is None, problem or evaluation.not_run(test.suite)
+        else:
+            passed, message = speed.passed, speed.message
+        earned = test.points if passed else 0
+        result.tests.append(Score(test.id, test.points, earned, message or ""))

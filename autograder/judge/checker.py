@@ -1,0 +1,486 @@
+"""Is a kernel correct? Run it on a suite of awkward shapes and say where it is wrong.
+
+Each case draws fresh random A, B and C, surrounds them with bands that
+catch mistakes (NaN around A and B, so a read outside them poisons the result;
+a known value around C, so a write outside it shows), runs the kernel, and
+compares C with a float64 reference. The tolerance grows with K, as the
+rounding error of a float32 dot product does. A failure is described in
+words: where the wrong elements are, what they were, what to check.
+
+The case logic is written against an array module `xp` (CuPy on a GPU, NumPy
+for tests and for the CPU backend) and a `launch` function that runs the
+kernel (autograder.run.backends); autograder.judge.job runs it all in a child process
+so that a kernel that crashes or hangs cannot take the caller down. The cases
+announce each launch of the kernel (`Started`, `Ran`): the time limit of a case
+covers the kernel's own run, never the inputs or the float64 reference, which
+are the grader's work.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from ..run.backends import KernelFault
+from .diagnose import describe_mismatch
+
+ALPHA = 1.5
+BETA = -0.75
+# Written into C before a beta = 0 launch. Finite, because a kernel may compute
+# beta * C (0 * finite = 0); distinctive, so "never written" can be told apart.
+SENTINEL = np.float32(-1.2345678e30)
+# The value in the bands around C: any change there is a write outside C.
+GUARD = np.float32(7.654321e29)
+U = 2.0**-24  # float32 unit roundoff
+# The bits of the NaN the CPU backend fills shared memory with (every byte 0xFF,
+# cpu_runtime.h's fresh_shared). Arithmetic on x86 passes a NaN operand's bits
+# through, so an element of C with these bits was computed from shared memory
+# no thread had written; the checker's own NaN (around A and B) has other bits,
+# and so has any NaN a GPU computes.
+UNWRITTEN_SHARED_BITS = 0xFFFFFFFF
+
+
+@dataclass(frozen=True)
+class Shape:
+    M: int
+    N: int
+    K: int
+    why: str = ""
+
+    @property
+    def flops(self) -> int:
+        return 2 * self.M * self.N * self.K
+
+    def __str__(self) -> str:
+        return f"{self.M}x{self.N}x{self.K}"
+
+
+# The shape a GPU run also checks on exact-size buffers for accesses outside A, B
+# and C (autograder.judge.sanitizer): partial tiles in every direction, for 32- and 128-wide tiles.
+EXACT_SIZE = Shape(127, 129, 65, "one past and one short of the tiles")
+SMALL = (
+    Shape(1, 1, 1, "a single element"),
+    Shape(1, 300, 70, "one row"),
+    Shape(257, 1, 33, "one column"),
+    Shape(17, 19, 3, "K smaller than any tile"),
+    Shape(31, 33, 17, "just under and over one warp"),
+    Shape(67, 131, 68, "K a multiple of 4, N not"),
+    Shape(130, 516, 129, "N a multiple of 4, K not"),
+    EXACT_SIZE,
+    Shape(200, 300, 60, "multiples of 4 but not of the tiles"),
+    Shape(256, 512, 128, "whole tiles"),
+)
+MEDIUM = (Shape(1001, 777, 513, "odd, several tiles in every direction"),)
+LARGE = (Shape(4095, 4097, 4093, "large and odd"),)
+SUITE = SMALL + MEDIUM + LARGE
+
+# What NaN in C means, as far as the case can tell: the checker's NaN around A and B.
+NAN_FROM_OUTSIDE = (
+    "; some are NaN: the kernel read outside A or B, which the checker surrounds with NaN "
+    "(check the bounds on M, N and K in the loads)"
+)
+# ... and when compute-sanitizer found no access outside A or B on the GPU: what
+# else a GPU gives a kernel that reads memory nobody wrote (autograder.judge.job).
+NAN_FROM_UNWRITTEN = (
+    "; some are NaN: read outside A or B (which the checker surrounds with NaN), or from "
+    "shared memory no thread had written, which on a GPU holds whatever was there; "
+    f"compute-sanitizer saw no read outside A or B at {EXACT_SIZE}, so most likely the "
+    "latter: a missing __syncthreads() after the loads, or a tile not fully loaded"
+)
+
+
+@dataclass(frozen=True)
+class Budget:
+    """How much of the suite a backend can afford.
+
+    seconds: a shape is not run, and the report says so, when the kernel's speed
+    on the shapes before it says it would take longer than this; 0: never run
+    on this backend (not the kernel's doing, so it costs no points).
+    one_beta: shapes run with beta != 0 only; the others run with both.
+    """
+
+    seconds: dict
+    one_beta: frozenset
+
+
+GPU_BUDGET = Budget({LARGE[0]: 8.0}, frozenset(LARGE))
+# The reference kernels take 0.15 to 1.1 s for the medium shape on the CPU (two
+# cores); the large one, 170 times the work, would take minutes, so it is left
+# to a GPU. (8 s stays under the notebooks' 10 s limit per case: the estimate
+# runs high, since it extrapolates from small cases, which pay more overhead
+# per flop.)
+CPU_BUDGET = Budget({MEDIUM[0]: 8.0, LARGE[0]: 0.0}, frozenset(LARGE))
+BUDGETS = {"gpu": GPU_BUDGET, "cpu": CPU_BUDGET}  # by backend name
+
+
+@dataclass(frozen=True)
+class Started:
+    """The kernel is being launched now: a case's time limit runs from here."""
+
+    label: str
+    flops: int
+
+
+@dataclass(frozen=True)
+class Ran:
+    """The kernel finished, in `seconds`; judging it is the grader's time."""
+
+    seconds: float
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A shape that was not run, and why. costs: whether the kernel's own slowness
+    kept it out (then a suite holding it is not passed), or the backend never runs it."""
+
+    shape: Shape
+    why: str
+    costs: bool
+
+    def __str__(self) -> str:
+        return f"{self.shape} not run: {self.why}"
+
+
+@dataclass(frozen=True)
+class CaseResult:
+    shape: Shape
+    beta: float
+    ok: bool
+    message: str = ""
+    max_error: float = 0.0  # largest |C - ref| / tolerance; <= 1 passes
+    seconds: float = 0.0  # the kernel's own run time
+    under: str = ""  # how it ran, when not as the other cases did
+
+    @property
+    def label(self) -> str:
+        return f"{self.shape}, beta={self.beta:g}" + (f", {self.under}" if self.under else "")
+
+
+@dataclass(repr=False)
+class Report:
+    kernel: str
+    device: str
+    seed: int
+    cases: list[CaseResult] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
+    error: str = ""  # a crash, a hang or a launch failure that ended the run
+    tolerance: str = ""  # which tolerance applied (describe_tolerance)
+    bounds: str = ""  # how accesses outside A, B and C were looked for
+
+    @property
+    def ok(self) -> bool:
+        return not self.error and bool(self.cases) and all(c.ok for c in self.cases)
+
+    @property
+    def failures(self) -> list[CaseResult]:
+        return [c for c in self.cases if not c.ok]
+
+    def __str__(self) -> str:
+        lines = [f"check {self.kernel} on {self.device} (seed {self.seed})"]
+        if self.tolerance:
+            lines.append(f"  tolerance: {self.tolerance}")
+        if self.bounds:
+            lines.append(f"  bounds: {self.bounds}")
+        for c in self.cases:
+            mark = "ok  " if c.ok else "FAIL"
+            detail = f"error {c.max_error:.2g} of tolerance" if c.ok else c.message
+            lines.append(f"  {mark} {c.label:<26} {detail}")
+        lines += [f"  skip {s}" for s in self.skipped]
+        lines += [f"  note: {n}" for n in self.notes]
+        if self.error:
+            lines.append(f"  FAIL {self.error}")
+        lines.append(self.verdict)
+        return "\n".join(lines)
+
+    @property
+    def verdict(self) -> str:
+        passed = sum(c.ok for c in self.cases)
+        return (
+            f"{'PASSED' if self.ok else 'FAILED'}: {passed} of {len(self.cases)} cases "
+            + ("run correct" if self.skipped else "correct")
+            + ("" if not self.error else ", then the run stopped")
+            + "".join(f"; {s}" for s in self.skipped)
+        )
+
+    # A notebook shows the report once, as what it is (not the dataclass's fields).
+    __repr__ = __str__
+
+    def _repr_html_(self) -> str:
+        from html import escape
+
+        rows = "".join(
+            f"<tr><td style='color:{'green' if c.ok else 'red'}'>{'ok' if c.ok else 'FAIL'}</td>"
+            f"<td>{escape(c.label)}</td><td style='text-align:left'>"
+            + escape(f"error {c.max_error:.2g} of tolerance" if c.ok else c.message)
+            + "</td></tr>"
+            for c in self.cases
+        )
+        extra = "".join(
+            f"<p>{escape(text)}</p>"
+            for text in [
+                *(str(s) for s in self.skipped),
+                *(f"note: {n}" for n in self.notes),
+                *([f"FAIL {self.error}"] * bool(self.error)),
+            ]
+        )
+        return (
+            f"<p><b>{escape(self.kernel)}</b> on {escape(self.device)} (seed {self.seed})"
+            + (f"<br>tolerance: {escape(self.tolerance)}" if self.tolerance else "")
+            + (f"<br>bounds: {escape(self.bounds)}" if self.bounds else "")
+            + f"</p><table>{rows}</table>{extra}<p><b>{escape(self.verdict)}</b></p>"
+        )
+
+
+# A launch runs the kernel once: launch(M, N, K, alpha, A, B, beta, C), where
+# A, B and C are contiguous float32 arrays of xp, views into padded buffers.
+# It may return a note on what it saw, which a failure's message then carries
+# (the CPU backend names the first thread that touched memory outside A, B or C).
+Launch = Callable[[int, int, int, float, object, object, float, object], "str | None"]
+
+
+def _padded(xp, values, pad_value, pad: int):
+    """values (flattened) inside a buffer with `pad` elements of pad_value each side."""
+    buf = xp.full(values.size + 2 * pad, pad_value, dtype=xp.float32)
+    buf[pad : pad + values.size] = values.ravel()
+    return buf
+
+
+def _pad_for(shape: Shape) -> int:
+    # Wide enough to hold the spill-over of a missing bound check on a tile of
+    # up to 256 rows; a multiple of 4 keeps the views 16-byte aligned.
+    return (256 * max(shape.N, shape.K) + 1024) // 4 * 4
+
+
+def tolerance_factor(K: int, input_roundoff: float = 0.0) -> float:
+    """How far each element of C may be from the exact product, relative to
+    |alpha| |A||B| + |beta| |C|: the rounding error of a float32 dot product of
+    length K, relative to the sum of the magnitudes of its terms, is a few units
+    for the epilogue plus a term that grows like sqrt(K) (random-sign rounding
+    errors); a kernel that drops a single term of K (an off-by-one) misses by far
+    more. Inputs rounded by up to a relative r before multiplying (TF32: r = 2^-11)
+    move each product by up to (2r + r^2) of its magnitude: a bound, added."""
+    return (8 + 2 * math.sqrt(K)) * U + 2 * input_roundoff + input_roundoff**2
+
+
+def describe_tolerance(input_roundoff: float = 0.0) -> str:
+    """In words, what tolerance_factor allows."""
+    fp32 = "FP32, |C - exact| <= (8 + 2 sqrt(K)) u (|alpha||A||B| + |beta||C|), u = 2^-24"
+    if not input_roundoff:
+        return fp32
+    return f"{fp32}, plus (2r + r^2)|alpha||A||B| for inputs rounded by r = {input_roundoff:.3g}"
+
+
+def run_case(xp, launch: Launch, shape: Shape, beta: float, rng, sync=lambda: None, **kw):
+    """Run one shape and judge it; the CaseResult (see case_events)."""
+    for event in case_events(xp, launch, shape, beta, rng, sync, **kw):
+        pass
+    return event
+
+
+def case_events(
+    xp,
+    launch: Launch,
+    shape: Shape,
+    beta: float,
+    rng,
+    sync: Callable[[], None] = lambda: None,
+    input_roundoff: float = 0.0,
+):
+    """Run one shape and judge the result: yields Started and Ran around each launch
+    of the kernel, then the CaseResult. input_roundoff: how far the kernel rounds
+    each input before multiplying, relative to it (registry.Step)."""
+    M, N, K = shape.M, shape.N, shape.K
+    label = f"{shape}, beta={beta:g}"
+    A = rng.standard_normal((M, K), dtype=np.float32)
+    B = rng.standard_normal((K, N), dtype=np.float32)
+    C0 = (
+        rng.standard_normal((M, N), dtype=np.float32)
+        if beta
+        else xp.full((M, N), SENTINEL, dtype=xp.float32)
+    )
+    pad = _pad_for(shape)
+    a_buf = _padded(xp, A, np.nan, pad)
+    b_buf = _padded(xp, B, np.nan, pad)
+
+    def run_once():
+        c_buf = _padded(xp, C0, GUARD, pad)
+        A_in, B_in = a_buf[pad : pad + M * K], b_buf[pad : pad + K * N]
+        sync()
+        start = time.perf_counter()
+        note = launch(M, N, K, ALPHA, A_in, B_in, beta, c_buf[pad : pad + M * N])
+        sync()
+        return c_buf, time.perf_counter() - start, note
+
+    yield Started(label, shape.flops)
+    try:
+        c_buf, seconds, note = run_once()
+    except KernelFault as fault:
+        yield Ran(0.0)
+        yield CaseResult(shape, beta, False, str(fault))
+        return
+    yield Ran(seconds)
+    got = c_buf[pad : pad + M * N].reshape(M, N)
+    A64, B64 = A.astype(xp.float64), B.astype(xp.float64)
+    product = A64 @ B64
+    c0_term = beta * C0.astype(xp.float64) if beta else 0.0
+    expected = ALPHA * product + c0_term
+    scale = abs(ALPHA) * (xp.abs(A64) @ xp.abs(B64))
+    if beta:
+        scale += abs(beta) * xp.abs(C0.astype(xp.float64))
+    tolerance = tolerance_factor(K, input_roundoff) * scale + 1e-30
+    error = xp.abs(got.astype(xp.float64) - expected) / tolerance
+    bad = ~(error <= 1)  # NaN counts as bad
+    max_error = float(xp.nan_to_num(error, nan=np.inf).max())
+    guard_changed = (c_buf[:pad] != GUARD).sum(), (c_buf[pad + M * N :] != GUARD).sum()
+    before, after = int(guard_changed[0]), int(guard_changed[1])
+    if not bad.any() and not before and not after:
+        yield CaseResult(shape, beta, True, max_error=max_error, seconds=seconds)
+        return
+
+    raced = False
+    if bad.any():
+        yield Started(label + " (again, to look for a race)", shape.flops)
+        again_buf = run_once()[0]
+        yield Ran(0.0)
+        again = again_buf[pad : pad + M * N].reshape(M, N)
+        raced = bool(((again != got) & ~(xp.isnan(again) & xp.isnan(got))).any())
+    message = _explain(
+        xp, got, expected, bad, C0, beta, product, tolerance, before, after, raced
+    )  # fmt: skip
+    # A split-K reduction (step 09) says what it made of its layers: the real cause.
+    layers = getattr(launch, "explain_layers", None)
+    if layers and (said := layers(xp, got, C0, ALPHA, beta, tolerance)):
+        message = f"{said}; {message}"
+    if note:
+        message += f"; {note}"
+    if raced:
+        message = (
+            "the result changes between two runs on the same input: threads race "
+            "(most often a missing __syncthreads()); " + message
+        )
+    yield CaseResult(shape, beta, False, message, max_error, seconds)
+
+
+def _explain(xp, got, expected, bad, C0, beta, product, tolerance, before, after, raced) -> str:
+    parts = []
+    if before or after:
+        where = []
+        if after:
+            where.append(f"{after} float{'s' * (after != 1)} past the end of C")
+        if before:
+            where.append(f"{before} float{'s' * (before != 1)} before its start")
+        parts.append(
+            f"wrote {' and '.join(where)}: a thread outside C stored anyway "
+            "(check the bounds on M and N before every store)"
+        )
+    if bool(bad.any()):
+        unwritten = got == C0
+        host_bad, host_unwritten = _host(bad), _host(unwritten & bad)
+        # A race or a NaN read says what went wrong; a pattern of wrong elements is then
+        # where it showed, not a sign of a bad index formula.
+        read_nan = bool(xp.isnan(got).any())
+        sentence = describe_mismatch(host_bad, host_unwritten, index_hint=not (raced or read_nan))
+        hint = _whole_formula_hint(xp, got, product, C0, beta, tolerance)
+        if hint:
+            sentence = hint
+        elif bool((got.view(xp.uint32) == UNWRITTEN_SHARED_BITS).any()):
+            sentence += (
+                "; some are NaN from shared memory that was read before any thread wrote it "
+                "(the CPU backend fills it with NaN when a block starts): a missing "
+                "__syncthreads() after the loads, or a tile not fully loaded"
+            )
+        elif bool(xp.isnan(got).any()):
+            sentence += NAN_FROM_OUTSIDE
+        parts.append(sentence + _first_bad_element(xp, got, expected, bad, host_unwritten))
+    return "; ".join(parts)
+
+
+def _whole_formula_hint(xp, got, product, C0, beta, tolerance) -> str:
+    """Recognise a result that is right except for alpha or beta, or right values in
+    the wrong places: C stored column-major, or each element's row and column swapped."""
+
+    def matches(candidate, allowed=tolerance):
+        return bool((xp.abs(got.astype(xp.float64) - candidate) <= allowed).all())
+
+    c0 = C0.astype(xp.float64) if beta else xp.zeros(got.shape)
+    if beta and matches(ALPHA * product):
+        return "C = alpha*A*B, without + beta*C: the kernel ignores beta (or the old C)"
+    if matches(product + beta * c0):
+        return "C = A*B + beta*C, without alpha: the kernel ignores alpha"
+    # Right values in the wrong places: element (i, j) stored at C[j * M + i] (and the
+    # old C read from there). On a square C that is the transpose, which row and column
+    # swapped in the sums gives too: the message names both.
+    M, N = got.shape
+    store = "stored at C[j * M + i] (C is row-major: element (i, j) belongs at C[i * N + j])"
+    if M > 1 and N > 1:
+        column_major = (ALPHA * product.T).reshape(M, N) + beta * c0
+        allowed = xp.abs(tolerance.T).reshape(M, N) + abs(beta) * xp.abs(c0) * 2 * U
+        if matches(column_major, allowed) and M == N:
+            return (
+                f"C looks transposed: element (i, j) holds the value of (j, i): {store}, or "
+                "computed from row j of A and column i of B (row and column swapped in the sums)"
+            )
+        if matches(column_major, allowed):
+            return f"C holds the right values in column-major order: element (i, j) was {store}"
+    return ""
+
+
+def _first_bad_element(xp, got, expected, bad, host_unwritten) -> str:
+    i, j = (int(v) for v in np.argwhere(_host(bad))[0])
+    if host_unwritten[i, j]:
+        return f" (first: ({i}, {j}), never written)"
+    return f" (first: ({i}, {j}) is {float(got[i, j]):.6g}, should be {float(expected[i, j]):.6g})"
+
+
+def _host(array) -> np.ndarray:
+    return array.get() if hasattr(array, "get") else np.asarray(array)
+
+
+def iter_suite(
+    xp,
+    launch: Launch,
+    shapes=SUITE,
+    seed: int | None = None,
+    sync: Callable[[], None] = lambda: None,
+    budget: Budget = GPU_BUDGET,
+    input_roundoff: float = 0.0,
+):
+    """Run every shape with beta = 0 and beta != 0, as far as the budget allows.
+
+    Yields the events of each case (Started, Ran, CaseResult; see case_events)
+    and Skipped for a shape it does not run, so that a caller watching from another
+    process knows which case ran, and whose time it was, if one hangs.
+    """
+    # Inputs are drawn where the kernel runs: on a GPU, drawing the large shape's
+    # 50 million numbers on the host would take longer than everything else.
+    rng = xp.random.default_rng(seed)
+    seconds_per_flop = 0.0
+    for shape in shapes:
+        if shape in budget.seconds:
+            estimate = seconds_per_flop * shape.flops
+            if budget.seconds[shape] == 0:
+                yield Skipped(shape, "too large for this backend (a GPU runs it)", costs=False)
+                continue
+            if estimate > budget.seconds[shape]:
+                yield Skipped(
+                    shape,
+                    f"at this kernel's speed here it would take about {estimate:.0f} s, "
+                    f"more than the {budget.seconds[shape]:.0f} s allowed",
+                    costs=True,
+                )
+                continue
+        for beta in (BETA,) if shape in budget.one_beta else (0.0, BETA):
+            for event in case_events(xp, launch, shape, beta, rng, sync, input_roundoff):
+                yield event
+            if event.seconds:  # the best rate so far: small cases pay more overhead per flop
+                rate = event.seconds / shape.flops
+                seconds_per_flop = min(seconds_per_flop, rate) if seconds_per_flop else rate
+
+
+def fresh_seed() -> int:
+    return int(np.random.SeedSequence().entropy % 2**32)

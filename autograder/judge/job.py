@@ -1,0 +1,375 @@
+"""Run a kernel's job in a child process: its correctness cases, then its verified timing.
+
+A job is a kernel, a backend and stages: `Check` runs shapes (autograder.judge.checker),
+`Time` times the kernel beside its step's reference (autograder.judge.timing), but
+only while every case so far was right, since a wrong kernel can be arbitrarily
+fast. The child (autograder.isolate.child) reports every event as a typed message; the
+parent holds each phase to its own time limit:
+
+- setup (starting the CUDA context or building for the CPU, compiling, loading):
+  SETUP_TIMEOUT_S. This is the grader's work, never the kernel's: a machine that
+  is slow to start (a GPU's first context after a reboot, the first Slurm task
+  on a node) costs no student anything, and a setup that never ends is a
+  GraderFault ("the grader could not start ..."), to be regraded.
+- a launch of the kernel, from `Started` or `TimedLaunch` to the next message:
+  the caller's case limit. This is the only time a kernel is charged for.
+- everything else (drawing inputs, the float64 reference, comparing):
+  JUDGE_TIMEOUT_S, the grader's again.
+"""
+
+from __future__ import annotations
+
+import signal
+import traceback
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import numpy as np
+
+from ..isolate import isolation
+from ..isolate.child import Child, Died, Forged, Hung
+from ..run import gpu
+from ..run.backends import BackendUnavailable, LaunchRefused, explain_cuda_error, open_backend
+from ..run.compiler import CompileError
+from ..run.kernel import KernelSpec
+from . import checker, sanitizer, timing
+from .checker import (
+    BETA,
+    EXACT_SIZE,
+    NAN_FROM_OUTSIDE,
+    NAN_FROM_UNWRITTEN,
+    SUITE,
+    CaseResult,
+    Ran,
+    Report,
+    Shape,
+    Skipped,
+    Started,
+    fresh_seed,
+)  # fmt: skip
+
+SETUP_TIMEOUT_S = 600.0
+JUDGE_TIMEOUT_S = 300.0
+CASE_TIMEOUT_S = 30.0  # `check`'s default; notebooks and grading use their own (exercise.py)
+
+
+class GraderFault(RuntimeError):
+    """The grader failed, not the kernel: its machine did not start, or its code broke."""
+
+
+# ---- what a job is -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Check:
+    """Run the kernel on these shapes, beta = 0 and beta != 0 (as the backend's budget allows)."""
+
+    shapes: tuple[Shape, ...]
+
+
+@dataclass(frozen=True)
+class Time:
+    """Time the kernel, and `reference` beside it, at `size` (if every case so far was right)."""
+
+    size: tuple[int, int, int]
+    reference: KernelSpec | None = None
+    repeats: int = timing.REPEATS
+
+
+@dataclass(frozen=True)
+class Job:
+    spec: KernelSpec
+    backend: str  # "gpu" or "cpu"
+    stages: tuple[Check | Time, ...]
+    seed: int
+
+
+# ---- what the child says -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Ready:
+    device: str  # in words, with versions
+    name: str  # the device's own name ("Tesla T4"), which grading.json's minimums use
+    peak_gflops: float | None
+
+
+@dataclass(frozen=True)
+class Measured:
+    results: dict[str, timing.Measurement]
+
+
+@dataclass(frozen=True)
+class Crashed:
+    why: str
+
+
+@dataclass(frozen=True)
+class Refused:
+    """A launch the device cannot run, refused before running."""
+
+    why: str
+
+
+@dataclass(frozen=True)
+class CompileFailed:
+    filename: str
+    log: str
+    compiler: str
+
+
+@dataclass(frozen=True)
+class Unavailable:
+    why: str
+
+
+@dataclass(frozen=True)
+class Broke:
+    """An exception in the grader's own code in the child."""
+
+    trace: str
+
+
+@dataclass(frozen=True)
+class Done:
+    pass
+
+
+def _serve(conn, job: Job, scratch) -> None:
+    """The child: open the backend, compile, then run the stages, reporting everything.
+    scratch: the one directory the CPU backend's confined child may write in."""
+    send = conn.send
+    try:
+        backend = open_backend(job.backend, scratch)
+        references = list({s.reference for s in job.stages if isinstance(s, Time) and s.reference})
+        launch, *loaded = backend.load([job.spec, *references])
+        launches = dict(zip(references, loaded))
+    except CompileError as e:
+        return send(CompileFailed(e.filename, e.log, e.compiler))
+    except BackendUnavailable as e:
+        return send(Unavailable(str(e)))
+    except LaunchRefused as e:
+        return send(Refused(str(e)))
+    except Exception:
+        return send(Broke(traceback.format_exc(limit=4)))
+    send(Ready(backend.device, backend.device_name, backend.peak_gflops))
+    right = True
+    try:
+        for index, stage in enumerate(job.stages):
+            # Each stage its own inputs: no timing sees what an earlier one saw.
+            seed = int(np.random.SeedSequence([job.seed, index]).generate_state(1)[0])
+            if isinstance(stage, Check):
+                for event in checker.iter_suite(
+                    backend.xp,
+                    launch,
+                    stage.shapes,
+                    seed,
+                    backend.sync,
+                    checker.BUDGETS[backend.name],
+                    job.spec.input_roundoff,
+                ):
+                    right &= not isinstance(event, CaseResult) or event.ok
+                    send(event)
+            elif right:
+                kernels = {"yours": launch}
+                if stage.reference:
+                    kernels["reference"] = launches[stage.reference]
+                results = timing.measure(
+                    backend,
+                    kernels,
+                    stage.size,
+                    seed,
+                    send,
+                    stage.repeats,
+                    job.spec.input_roundoff,
+                )
+                send(Measured(results))
+    except backend.crashes as e:
+        return send(Crashed(explain_cuda_error(e)))
+    except Exception:
+        return send(Broke(traceback.format_exc(limit=4)))
+    send(Done())
+
+
+# Every class a child of this module may send (child.Child refuses anything else).
+MESSAGES = (
+    Ready, Measured, Crashed, Refused, CompileFailed, Unavailable, Broke, Done,
+    Started, Ran, Skipped, CaseResult, Shape, timing.TimedLaunch, timing.Measurement,
+)  # fmt: skip
+
+
+# ---- what the parent makes of it -----------------------------------------------------------
+
+
+@dataclass
+class Outcome:
+    report: Report
+    measurements: list[dict[str, timing.Measurement]] = field(default_factory=list)
+    device_name: str = ""
+    peak_gflops: float | None = None
+
+
+def run(job: Job, case_timeout_s: float = CASE_TIMEOUT_S) -> Outcome:
+    """Run job in a child process. Raises CompileError, BackendUnavailable (the
+    backend cannot run this kernel here), gpu.NoGPU or GraderFault."""
+    if job.backend == "gpu":
+        gpu.require("running a kernel on the GPU")
+    report = Report(
+        kernel=job.spec.label,
+        device=f"the {job.backend.upper()}",
+        seed=job.seed,
+        tolerance=checker.describe_tolerance(job.spec.input_roundoff),
+    )
+    outcome = Outcome(report)
+    doing, timeout = f"starting the {job.backend.upper()} and compiling", SETUP_TIMEOUT_S
+    started: Started | None = None  # the case whose kernel is running
+    seconds_per_flop = 0.0  # the kernel's best rate so far, to tell slow from stuck
+    with isolation.scratch() as scratch:
+        with Child(_serve, job, scratch, messages=MESSAGES) as child:
+            while True:
+                message = child.receive(timeout, doing)
+                if isinstance(message, Hung):
+                    if timeout != case_timeout_s:
+                        raise GraderFault(
+                            f"the grader got stuck {doing} (no word in {timeout:.0f} s)"
+                        )
+                    report.error = _hung(message, started, seconds_per_flop)
+                    break
+                if isinstance(message, Died):
+                    if timeout != case_timeout_s and message.exitcode != -signal.SIGSYS:
+                        raise GraderFault(f"the grader's process died {doing} ({message.why})")
+                    report.error = f"{doing}: the process running the kernel died ({message.why})"
+                    break
+                if isinstance(message, Forged):
+                    report.error = f"{doing}: {message.why}"
+                    break
+                if isinstance(message, (Started, timing.TimedLaunch)):
+                    started = message if isinstance(message, Started) else None
+                    doing = message.label if started else _TIMING[message.kernel]
+                    timeout = case_timeout_s
+                    continue
+                doing, timeout = "judging the result", JUDGE_TIMEOUT_S
+                if isinstance(message, Ran):
+                    if message.seconds and started:
+                        rate = message.seconds / started.flops
+                        seconds_per_flop = min(seconds_per_flop or rate, rate)
+                elif isinstance(message, CaseResult):
+                    report.cases.append(_with_launch_hint(message, job.spec))
+                elif isinstance(message, Skipped):
+                    report.skipped.append(message)
+                elif isinstance(message, Measured):
+                    outcome.measurements.append(message.results)
+                elif isinstance(message, Ready):
+                    report.device = message.device
+                    outcome.device_name, outcome.peak_gflops = message.name, message.peak_gflops
+                elif isinstance(message, Crashed):
+                    report.error = f"{_doing(started, doing)}: {message.why}"
+                    break
+                elif isinstance(message, Refused):
+                    report.error = f"not run: {message.why}"
+                    break
+                elif isinstance(message, CompileFailed):
+                    raise CompileError(message.filename, message.log, message.compiler)
+                elif isinstance(message, Unavailable):
+                    raise BackendUnavailable(message.why)
+                elif isinstance(message, Broke):
+                    raise GraderFault(f"the grader broke:\n{message.trace}")
+                elif isinstance(message, Done):
+                    break
+        _check_bounds(job, report, scratch)
+    printed = child.output.summary()
+    if printed:
+        report.notes.append(printed)
+    return outcome
+
+
+CPU_BOUNDS = "every access and every read of shared memory checked (the CPU backend)"
+
+
+def _check_bounds(job: Job, report: Report, scratch) -> None:
+    """What the cases cannot see on a GPU (a read outside A or B whose value goes
+    unused, a race that happens not to show): the CPU backend checks every access as
+    it runs; a GPU run that checked EXACT_SIZE runs it once more on exact-size buffers
+    under compute-sanitizer (autograder.judge.sanitizer), as one more case."""
+    if job.backend == "cpu":
+        report.bounds = CPU_BOUNDS
+        return
+    checked = any(isinstance(s, Check) and EXACT_SIZE in s.shapes for s in job.stages)
+    if not checked:
+        return
+    if report.error:
+        report.bounds = "not checked, since the run stopped"
+        return
+    executable = sanitizer.find()
+    if executable is None:
+        report.bounds = (
+            "NOT CHECKED on this GPU: compute-sanitizer (part of the CUDA toolkit) was not "
+            "found; `--backend cpu` checks every access"
+        )
+        return
+    try:
+        found = sanitizer.sanitize(job.spec, EXACT_SIZE, Path(scratch), executable)
+    except sanitizer.SanitizerFailed as e:
+        report.bounds = f"NOT CHECKED: {e}"
+        return
+    except sanitizer.SanitizerTimedOut as e:
+        found = str(e)
+    tools = " and ".join(sanitizer.tools_for(job.spec))
+    how = f"exact-size buffers, compute-sanitizer {tools}"
+    report.bounds = f"{EXACT_SIZE} run again on {how}"
+    report.cases.append(CaseResult(EXACT_SIZE, BETA, not found, found, under=how))
+    if not found:  # NaN in C came from somewhere other than the padding around A and B
+        report.cases = [
+            replace(c, message=c.message.replace(NAN_FROM_OUTSIDE, NAN_FROM_UNWRITTEN))
+            for c in report.cases
+        ]
+
+
+def _with_launch_hint(case: CaseResult, spec: KernelSpec) -> CaseResult:
+    """Elements never written by a kernel launched with a hand-given tile: the tile may
+    be larger than what one block of the kernel covers, leaving gaps in the grid."""
+    if case.ok or not spec.launch_by_hand or "never written" not in case.message:
+        return case
+    rows, cols = spec.geometry.tile
+    hint = (
+        f"; or the launch's tile is too large: --tile {rows}x{cols} gives one block per "
+        f"{rows}x{cols} of C, so a block of this kernel must cover that much"
+    )
+    return replace(case, message=case.message + hint)
+
+
+def _doing(started: Started | None, doing: str) -> str:
+    return started.label if started else doing
+
+
+_TIMING = {"yours": "timing the kernel", "reference": "timing the step's reference kernel"}
+
+
+def _hung(message: Hung, started: Started | None, seconds_per_flop: float) -> str:
+    """Slow or stuck? What the kernel's speed on the cases before says about this one."""
+    text = f"{message.doing}: did not finish within {message.seconds:.0f} s"
+    expected = seconds_per_flop * started.flops if started and seconds_per_flop else None
+    if expected and expected > message.seconds / 2:
+        return (
+            f"{text}; at the speed it ran the cases before ({started.flops / expected / 1e9:.2g} "
+            f"GFLOP/s) it needs about {expected:.0f} s here: it is too slow, not stuck"
+        )
+    hint = "an endless loop? check that every loop's counter reaches its bound"
+    if expected:
+        return f"{text}, though at its speed on the cases before it needs {expected:.2g} s ({hint})"
+    return f"{text} ({hint})"
+
+
+def check(
+    spec: KernelSpec,
+    shapes=SUITE,
+    seed: int | None = None,
+    case_timeout_s: float = CASE_TIMEOUT_S,
+    backend: str = "gpu",
+) -> Report:
+    """Run spec on `shapes` in a child process on the "gpu" or the "cpu"; its Report.
+
+    Raises CompileError, gpu.NoGPU, BackendUnavailable or GraderFault.
+    """
+    seed = fresh_seed() if seed is None else seed
+    return run(Job(spec, backend, (Check(tuple(shapes)),), seed), case_timeout_s).report

@@ -1,0 +1,173 @@
+"""How fast is a kernel, counting only launches whose output was right (the judge layer).
+
+The protocol, for each kernel timed (a learner's and its step's reference,
+launch for launch in turn, so that both see the same GPU clocks):
+
+- WARMUP launches, then REPEATS timed ones; the speed is the median.
+- Every launch, warm-up included, gets fresh random A and B, drawn on the
+  device just before it: no launch sees inputs that an earlier one saw, so a
+  kernel that remembers (computes once, then replays) gains nothing.
+- C is overwritten with a sentinel and the L2 cache is flushed (twice its size
+  written) before each launch: the launch reads its inputs from device memory,
+  as the first use of a real product would.
+- The device's own clock (CUDA events) times the launch alone.
+- Every output is verified. Before the launch, a fingerprint of the exact
+  product is taken (Freivalds' check: A (B X) for a random X of PROBES columns,
+  in float64) together with how far rounding may move it; the fingerprint stays
+  in host memory, where no kernel can read it, and the device's copies are
+  zeroed. After the launch, C X must match it within that bound. The bound is
+  rigorous: it is the checker's per-element tolerance summed over each row,
+  |alpha| f(K) (|A| (|B| |X|)), so a kernel that passes the checker can never
+  fail it; a kernel that skips or fakes part of its work fails it with
+  overwhelming probability (a wrong row misses by about sqrt(N) times its
+  error, against a bound that grows with the rounding error only).
+
+A kernel whose timed output was wrong gets no speed; so does a rate above the
+device's FP32 peak, which no FP32 kernel can reach (autograder.judge.verdicts).
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from ..run.backends import KernelFault
+from .checker import ALPHA, SENTINEL, tolerance_factor
+
+WARMUP, REPEATS = 2, 20
+PROBES = 8  # columns of Freivalds' X: each one is an independent chance to catch a wrong row
+
+
+def gflops(M: int, N: int, K: int, seconds: float) -> float:
+    """2 M N K floating-point operations (one multiply and one add each) per second, in G."""
+    return 2 * M * N * K / seconds / 1e9
+
+
+@dataclass(frozen=True)
+class TimedLaunch:
+    """A timed launch of `kernel` is starting: the case time limit runs from here."""
+
+    kernel: str
+    index: int
+
+
+@dataclass
+class Measurement:
+    """One kernel's verified timed launches at one size."""
+
+    kernel: str
+    size: tuple[int, int, int]
+    seconds: list[float] = field(default_factory=list)  # each verified timed launch
+    wrong: str = ""  # why a launch's output was rejected; then no speed counts
+
+    @property
+    def gflops(self) -> float:
+        return gflops(*self.size, statistics.median(self.seconds)) if self.seconds else 0.0
+
+    @property
+    def spread(self) -> float:
+        """(slowest - fastest) / fastest of the timed launches."""
+        return max(self.seconds) / min(self.seconds) - 1 if self.seconds else 0.0
+
+
+class Fingerprint:
+    """What C X must be for the exact product of A and B, kept in host memory."""
+
+    def __init__(self, xp, A, B, alpha: float, input_roundoff: float, rng: np.random.Generator):
+        K, N = B.shape
+        self.X = rng.standard_normal((N, PROBES))
+        X = xp.array(self.X)  # a copy, on the CPU too: it is zeroed below
+        A64, B64 = A.astype(xp.float64), B.astype(xp.float64)
+        BX = B64 @ X
+        AX = alpha * (A64 @ BX)
+        absBX = xp.abs(B64) @ xp.abs(X)
+        bound = abs(alpha) * tolerance_factor(K, input_roundoff) * (xp.abs(A64) @ absBX)
+        self.expected, self.bound = _host(AX), _host(bound) * 1.01 + 1e-30
+        for temporary in (X, BX, AX):  # nothing the next launch could read back from memory
+            temporary.fill(0)
+
+    def problem(self, xp, C) -> str:
+        """'' when C matches the fingerprint, else how it does not."""
+        got = _host(C.astype(xp.float64) @ xp.asarray(self.X))
+        miss = np.abs(got - self.expected)
+        bad = ~(miss <= self.bound)  # NaN and infinity are bad
+        if not bad.any():
+            return ""
+        rows = np.flatnonzero(bad.any(axis=1))
+        i = int(rows[0])
+        j = int(np.argmax(np.where(bad[i], np.nan_to_num(miss[i], nan=np.inf), -1)))
+        return (
+            f"{len(rows)} of {C.shape[0]} rows of C are wrong (row {i}: its product with a random "
+            f"vector is off by {miss[i, j]:.3g} where rounding allows {self.bound[i, j]:.3g})"
+        )
+
+
+def _host(array) -> np.ndarray:
+    """A copy in host memory (a copy on the CPU too: the device's array is zeroed next)."""
+    return array.get() if hasattr(array, "get") else np.array(array)
+
+
+def measure(
+    backend,
+    launches: dict[str, Callable],
+    size: tuple[int, int, int],
+    seed: int,
+    announce: Callable[[TimedLaunch], None] = lambda launch: None,
+    repeats: int = REPEATS,
+    input_roundoff: float = 0.0,
+) -> dict[str, Measurement]:
+    """Time each launch(M, N, K, alpha, A, B, beta, C) of `launches` by the protocol
+    above, on `backend` (autograder.run.backends), taking turns. announce() is told
+    before each launch (the caller's clock for a hang starts there)."""
+    xp = backend.xp
+    M, N, K = size
+    device_rng = xp.random.default_rng(seed)
+    host_rng = np.random.default_rng(seed)
+    C = xp.empty((M, N), dtype=xp.float32)
+    results = {name: Measurement(name, size) for name in launches}
+    for index in range(WARMUP + repeats):
+        for name, launch in launches.items():
+            result = results[name]
+            if result.wrong:
+                continue
+            A = device_rng.standard_normal((M, K), dtype=xp.float32)
+            B = device_rng.standard_normal((K, N), dtype=xp.float32)
+            fingerprint = Fingerprint(xp, A, B, ALPHA, input_roundoff, host_rng)
+            C.fill(SENTINEL)  # finite: beta = 0 lets a kernel read C (0 * C = 0)
+            backend.flush_caches()
+            announce(TimedLaunch(name, index))
+            try:
+                seconds = backend.time_once(lambda: launch(M, N, K, ALPHA, A, B, 0.0, C))
+            except KernelFault as fault:  # the CPU backend caught a bad access
+                wrong = str(fault)
+            else:
+                wrong = fingerprint.problem(xp, C)
+            if wrong:
+                result.wrong = f"launch {index + 1} of {WARMUP + repeats}: {wrong}"
+            elif index >= WARMUP:
+                result.seconds.append(seconds)
+    return results
+
+
+def repeated_ms(run: Callable[[], object], min_repeats=5, max_repeats=100, target_s=0.5) -> float:
+    """Median time of run() in milliseconds from CUDA events, repeated on the same
+    inputs after a warm-up (for `bench` and `tune`, which compare configurations on
+    warm caches; grading uses `measure`)."""
+    import cupy
+
+    for _ in range(3):
+        run()
+    start, stop = cupy.cuda.Event(), cupy.cuda.Event()
+    times = []
+    while len(times) < max_repeats:
+        start.record()
+        run()
+        stop.record()
+        stop.synchronize()
+        times.append(cupy.cuda.get_elapsed_time(start, stop))
+        if len(times) >= min_repeats and sum(times) / 1e3 > target_s:
+            break
+    return statistics.median(times)

@@ -1,0 +1,256 @@
+"""How fast is each kernel, next to cuBLAS timed in the same process?
+
+CUDA events around each launch, a few warm-up launches first, then the median
+of repeated launches on the same inputs (timing.repeated_ms); GFLOP/s as
+timing.gflops counts them. Each kernel's output is verified once, as grading
+verifies every timed launch (timing.Fingerprint), so no wrong kernel gets a
+number. cuBLAS is CuPy's matmul with TF32 off (strict FP32, see gpu.py).
+Results carry the GPU, date and versions, and merge into book/data/bench_<gpu>.csv,
+from which the book draws its plots.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime
+from dataclasses import asdict, dataclass, fields, replace
+from functools import partial
+from pathlib import Path
+from statistics import geometric_mean
+
+import numpy as np
+
+from ..judge.checker import ALPHA, SENTINEL
+from ..judge.timing import Fingerprint, gflops, repeated_ms
+from ..ladder.registry import DATA_DIR
+from ..run import gpu
+from ..run.kernel import KernelSpec
+from . import typed_csv
+
+DEFAULT_SIZES = ("1024", "2048", "4096", "1001x777x513", "4095x4097x4093")
+# The published sweep (`bench --sweep`): how far one kernel goes beyond large squares.
+# Each class is where one tile shape runs short: too few tiles for the SMs (small,
+# skinny), too little K to amortise loading a tile (small K), long K loops, odd edges.
+SWEEP = {
+    "square": ("128", "256", "512", "1024", "2048", "4096", "8192"),
+    "skinny": ("128x4096x4096", "4096x128x4096", "256x8192x4096", "8192x256x4096"),
+    "small K": ("4096x4096x128", "8192x8192x256", "2000x3000x100"),
+    "large K": ("1024x1024x16384", "512x512x32768"),
+    "odd": ("333x777x129", "1001x777x513", "4095x4097x4093", "3001x2999x3003"),
+}
+
+
+@dataclass(frozen=True)
+class Row:
+    kernel: str
+    M: int
+    N: int
+    K: int
+    gflops: float
+    cublas_gflops: float
+    pct_cublas: float
+    pct_peak: float
+    gpu: str
+    date: str
+    cuda: str
+    cupy: str
+
+
+def parse_size(text: str) -> tuple[int, int, int]:
+    """'4096' -> (4096, 4096, 4096); '4095x4097x4093' -> (4095, 4097, 4093)."""
+    parts = text.lower().replace("×", "x").split("x")
+    try:
+        values = [int(p) for p in parts]
+    except ValueError:
+        values = []
+    if len(values) == 1:
+        values *= 3
+    if len(values) != 3 or min(values) < 1:
+        raise ValueError(f"a size is N or MxNxK with positive integers, not {text!r}")
+    return tuple(values)
+
+
+def bench(specs: dict[str, KernelSpec], sizes=DEFAULT_SIZES, progress=True) -> list[Row]:
+    """Time every kernel and cuBLAS on every size. Raises gpu.NoGPU without a GPU."""
+    gpu.require("bench")
+    import cupy
+    from tqdm import tqdm
+
+    from ..run.backends import gpu_launcher
+
+    info = gpu.device_info()
+    today = datetime.date.today().isoformat()
+    # Step 09 as the dispatcher chooses, not split on every shape as it is graded.
+    launches = {
+        name: gpu_launcher(replace(spec, split_every_case=False)) for name, spec in specs.items()
+    }
+    rng = cupy.random.default_rng()
+    rows = []
+    bar = tqdm(total=len(sizes) * (1 + len(specs)), disable=not progress, unit="run", leave=False)
+    for M, N, K in map(parse_size, sizes):
+        A = rng.standard_normal((M, K), dtype=cupy.float32)
+        B = rng.standard_normal((K, N), dtype=cupy.float32)
+        C = cupy.zeros((M, N), dtype=cupy.float32)
+        bar.set_description(f"cuBLAS {M}x{N}x{K}")
+        cublas = gflops(M, N, K, repeated_ms(partial(cupy.matmul, A, B, out=C)) / 1e3)
+        bar.update()
+        fingerprint = Fingerprint(cupy, A, B, ALPHA, 0.0, np.random.default_rng())
+        for name, launch in launches.items():
+            bar.set_description(f"{name} {M}x{N}x{K}")
+            C.fill(SENTINEL)  # a kernel that writes nothing leaves no product behind
+            rate = gflops(M, N, K, repeated_ms(partial(launch, M, N, K, ALPHA, A, B, 0.0, C)) / 1e3)
+            wrong = fingerprint.problem(cupy, C)
+            if wrong:
+                raise RuntimeError(f"{name} computed a wrong product at {M}x{N}x{K}: {wrong}")
+            rows.append(
+                Row(
+                    name,
+                    M,
+                    N,
+                    K,
+                    round(rate, 1),
+                    round(cublas, 1),
+                    round(100 * rate / cublas, 1),
+                    round(100 * rate / info.fp32_peak_gflops, 1),
+                    info.name,
+                    today,
+                    info.cuda,
+                    info.cupy,
+                )
+            )
+            bar.update()
+    bar.close()
+    return rows
+
+
+def table(rows: list[Row]) -> str:
+    """GFLOP/s (% of cuBLAS) with kernels down and sizes across."""
+    if not rows:
+        return "no results"
+    sizes = sorted({(r.M, r.N, r.K) for r in rows}, key=lambda s: s[0] * s[1] * s[2])
+    kernels = list(dict.fromkeys(r.kernel for r in rows))
+    cell = {(r.kernel, (r.M, r.N, r.K)): r for r in rows}
+    labels = [f"{m}x{n}x{k}" for m, n, k in sizes]
+    width = max(18, *(len(label) + 2 for label in labels))
+    head = (
+        f"{'GFLOP/s (% cuBLAS)':<20}"
+        + "".join(f"{label:>{width}}" for label in labels)
+        + f"{'% FP32 peak':>14}"
+    )  # at the largest size
+    lines = [f"{rows[0].gpu}, CUDA {rows[0].cuda}, CuPy {rows[0].cupy}, {rows[0].date}", head]
+    for k in kernels:
+        cells = [cell.get((k, s)) for s in sizes]
+        peak = cell.get((k, sizes[-1]))
+        lines.append(
+            f"{k:<20}"
+            + "".join(
+                f"{f'{c.gflops:.0f} ({c.pct_cublas:.1f}%)' if c else '-':>{width}}" for c in cells
+            )
+            + f"{f'{peak.pct_peak:.1f}%' if peak else '-':>14}"
+        )
+    cublas = [next(r.cublas_gflops for r in rows if (r.M, r.N, r.K) == s) for s in sizes]
+    lines.append(f"{'cuBLAS':<20}" + "".join(f"{c:>{width}.0f}" for c in cublas))
+    if len({(r.M, r.N, r.K, r.cublas_gflops) for r in rows}) > len(sizes):
+        # Rows merged from several runs: each % is against its own run's cuBLAS.
+        lines.append("(rows from several runs: each % is against cuBLAS in its own run;")
+        lines.append(" the cuBLAS line is the first row's run)")
+    return "\n".join(lines)
+
+
+def sweep_sizes() -> list[str]:
+    return [size for sizes in SWEEP.values() for size in sizes]
+
+
+def sweep_table(rows: list[Row]) -> str:
+    """The sweep with shapes down and kernels across (% of cuBLAS), then each kernel's
+    geometric mean and minimum over the shapes it ran."""
+    kernels = list(dict.fromkeys(r.kernel for r in rows))
+    cell = {(r.kernel, (r.M, r.N, r.K)): r for r in rows}
+    width = max(16, *(len(k) + 2 for k in kernels))
+    lines = [
+        f"{rows[0].gpu}, CUDA {rows[0].cuda}, CuPy {rows[0].cupy}, {rows[0].date}",
+        f"{'% cuBLAS':<10}{'shape':<18}" + "".join(f"{k:>{width}}" for k in kernels)
+        + f"{'cuBLAS GFLOP/s':>16}",
+    ]  # fmt: skip
+    for group, sizes in SWEEP.items():
+        for size in map(parse_size, sizes):
+            found = [cell.get((k, size)) for k in kernels]
+            if not any(found):
+                continue
+            cublas = next(c.cublas_gflops for c in found if c)
+            lines.append(
+                f"{group:<10}{'x'.join(map(str, size)):<18}"
+                + "".join(f"{f'{c.pct_cublas:.1f}' if c else '-':>{width}}" for c in found)
+                + f"{cublas:>16.0f}"
+            )
+    for label, summary in (("geomean", geometric_mean), ("minimum", min)):
+        values = [[r.pct_cublas for r in rows if r.kernel == k] for k in kernels]
+        lines.append(f"{label:<28}" + "".join(f"{summary(v):>{width}.1f}" for v in values))
+    return "\n".join(lines)
+
+
+def read_csv(path: Path) -> list[Row]:
+    return typed_csv.read(path, Row)
+
+
+def default_csv_path(rows: list[Row], kind: str = "bench") -> Path:
+    """book/data/<kind>_<gpu>.csv: kind "bench" for the ladder, "sweep" for --sweep,
+    "ablation" for --ablation."""
+    return DATA_DIR / f"{kind}_{gpu.slug(rows[0].gpu)}.csv"
+
+
+def write_csv(rows: list[Row], path: Path) -> Path:
+    """Merge rows into path: a new measurement replaces the old one of the same kernel and shape."""
+    path = Path(path)
+    kept = {(r.kernel, r.M, r.N, r.K): r for r in (read_csv(path) if path.exists() else [])}
+    kept.update({(r.kernel, r.M, r.N, r.K): r for r in rows})
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=[f.name for f in fields(Row)])
+        writer.writeheader()
+        writer.writerows(
+            asdict(r) for r in sorted(kept.values(), key=lambda r: (r.kernel, r.M * r.N * r.K))
+        )
+    return path
+
+
+def figure(rows: list[Row]):
+    """GFLOP/s against problem size, one line per kernel and one for cuBLAS."""
+    import matplotlib.pyplot as plt
+
+    sizes = sorted({(r.M, r.N, r.K) for r in rows}, key=lambda s: s[0] * s[1] * s[2])
+    x = np.arange(len(sizes))
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    for k in dict.fromkeys(r.kernel for r in rows):
+        by_size = {(r.M, r.N, r.K): r.gflops for r in rows if r.kernel == k}
+        ax.plot(x, [by_size.get(s, np.nan) for s in sizes], marker="o", label=k)
+    cublas = {(r.M, r.N, r.K): r.cublas_gflops for r in rows}
+    ax.plot(
+        x,
+        [cublas[s] for s in sizes],
+        marker="s",
+        color="black",
+        linestyle="--",
+        label="cuBLAS (FP32)",
+    )
+    ax.set_xticks(x, [f"{m}x{n}x{k}" for m, n, k in sizes], rotation=20)
+    ax.set_yscale("log")
+    ax.set_ylabel("GFLOP/s")
+    ax.set_title(f"SGEMM on {rows[0].gpu} ({rows[0].date}, CUDA {rows[0].cuda})")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def plot(rows: list[Row], path: Path) -> Path:
+    """figure(rows) written to a PNG."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig = figure(rows)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return Path(path)

@@ -1,0 +1,305 @@
+"""Where a kernel runs: the GPU through CuPy, or the CPU through autograder.run.cpu (the run layer).
+
+A backend compiles a kernel and hands back what the judge needs, whatever the
+machine: an array module (CuPy or NumPy), launch(M, N, K, alpha, A, B, beta, C),
+a way to wait for the device, a clock for one launch, and what a crash looks like.
+It is opened inside the child process that runs the kernel (autograder.judge.job).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from ..isolate import isolation
+from . import by_shape, compiler, contract, device_only, gpu
+from .kernel import KernelSpec
+
+# What a CUDA error means for an SGEMM kernel, by the error's name without
+# prefix, case or underscores (CuPy reports runtime and driver spellings).
+_CUDA_HINTS = {
+    "illegaladdress": "the kernel accessed memory outside what it was given: check the "
+    "bounds on M, N and K in its loads and stores",
+    "misalignedaddress": "a float4 access at an address that is not a multiple of 16 bytes: "
+    "use scalar accesses where K or N is not a multiple of 4",
+    "launchoutofresources": "too many registers x threads per block for this GPU: use fewer "
+    "threads per block, or fewer registers",
+    "invalidvalue": "the launch was refused: too many threads per block, or too much shared memory",
+    "invalidconfiguration": "the launch was refused: too many threads per block, or too "
+    "much shared memory",
+    "assert": "a device-side assert() failed",
+    "launchfailure": "the kernel crashed",
+}
+
+
+def explain_cuda_error(error: Exception) -> str:
+    text = str(error)
+    if type(error).__name__ == "OutOfMemoryError":
+        return f"ran out of GPU memory ({text}): is another program using this GPU?"
+    name = text.split(":")[0].strip()
+    key = name.lower().replace("_", "").replace("cudaerror", "")
+    hint = _CUDA_HINTS.get(key)
+    return f"crashed with {name}: {hint}" if hint else f"crashed: {text}"
+
+
+# Floats of padding each side of the CPU backend's split-K workspace.
+WORKSPACE_PAD = 1024
+
+
+class BackendUnavailable(RuntimeError):
+    """The chosen backend cannot run this kernel here (no compiler, unsupported construct)."""
+
+
+class KernelFault(Exception):
+    """A backend caught the kernel making a bad memory access; str() says which."""
+
+
+class LaunchRefused(Exception):
+    """The launch asks for more than the device gives a block; str() says what."""
+
+
+def _refuse_unlaunchable(spec: KernelSpec, max_threads: int, why_fewer: str = "") -> None:
+    """Refuse, before running, a block the device cannot run: such a launch fails on a
+    GPU (cudaErrorInvalidConfiguration), and would look like an endless loop on the CPU."""
+    bx, by = spec.geometry.block
+    threads = bx * by
+    if threads > max_threads:
+        raise LaunchRefused(
+            f"the launch asks for {threads} threads per block (block {bx}x{by}); "
+            f"this device runs at most {max_threads} per block{why_fewer}"
+        )
+
+
+def _check_contract(spec: KernelSpec) -> None:
+    """A kernel that does not take the contract's parameters, told as a compile error."""
+    try:
+        contract.check(
+            spec.source, spec.name_expression, spec.filename, contract.CONTRACTS[spec.contract]
+        )
+    except contract.Mismatch as e:
+        raise compiler.CompileError(spec.filename, str(e), contract.CHECKER) from None
+
+
+@dataclass
+class Backend:
+    name: str  # "gpu" or "cpu"
+    device: str  # where kernels run, in words
+    device_name: str  # the device's own name: "Tesla T4", or "CPU"
+    xp: object  # cupy or numpy
+    sync: Callable[[], None]
+    # What a crashed kernel raises here, and what to tell the learner about it.
+    crashes: tuple[type[Exception], ...]
+    # The device's FP32 peak in GFLOP/s: no FP32 kernel can be faster. None on the CPU.
+    peak_gflops: float | None = None
+    flush_caches: Callable[[], None] = lambda: None
+
+    def load(self, specs: list[KernelSpec]) -> list:
+        """launch(M, N, K, alpha, A, B, beta, C) for each spec, compiled for this backend."""
+        raise NotImplementedError
+
+    def time_once(self, run: Callable[[], object]) -> float:
+        """Seconds that run() keeps the device busy."""
+        self.sync()
+        start = time.perf_counter()
+        run()
+        self.sync()
+        return time.perf_counter() - start
+
+
+def gpu_launcher(spec: KernelSpec, options: tuple[str, ...] = (), choose=None):
+    """Compile spec for the current GPU, with NVRTC `options` beside the defaults;
+    return launch(M, N, K, alpha, A, B, beta, C). For a reduction (step 09), that
+    is the GEMM autograder.run.by_shape builds around it, with the plans of `choose`
+    (by default, the dispatcher's for this GPU); launch.function is the spec's own
+    kernel either way."""
+    if spec.contract != "reduce":
+        return _gpu_kernel(spec, options)
+    import cupy
+
+    if choose is None:
+        info = gpu.device_info()
+        choose = by_shape.chooser(info.name, info.sms)
+    gemms = {name: _gpu_kernel(s, options) for name, s in by_shape.gemm_specs().items()}
+    reduce = _gpu_kernel(spec, options)
+    launch = by_shape.compose(
+        choose,
+        gemms,
+        reduce,
+        lambda n: cupy.empty(n, dtype=cupy.float32),
+        spec.split_every_case,
+    )
+    launch.function = reduce.function
+    return launch
+
+
+# How a scalar of a contract is passed to CuPy.
+_SCALARS = {"int": np.int32, "float": np.float32}
+
+
+def _gpu_kernel(spec: KernelSpec, options: tuple[str, ...]):
+    """launch(*arguments, layers=1): spec's kernel over a grid `layers` deep, with the
+    arguments of its contract."""
+    function = compiler.load(
+        spec.source, spec.name_expression, spec.filename, (*compiler.DEFAULT_OPTIONS, *options)
+    )
+    block = (*spec.geometry.block, 1)
+    shared = spec.geometry.shared_bytes
+    if shared:  # a kernel gets more than 48 KB of dynamic shared memory only on request
+        function.max_dynamic_shared_size_bytes = shared
+    kinds = [_SCALARS.get(p.types[0]) for p in contract.CONTRACTS[spec.contract].parameters]
+
+    def launch(*arguments, layers: int = 1):
+        M, N = arguments[:2]
+        function(
+            (*spec.geometry.grid(M, N), layers),
+            block,
+            tuple(kind(a) if kind else a for kind, a in zip(kinds, arguments)),
+            shared_mem=shared,
+        )
+
+    launch.function = function
+    return launch
+
+
+class GpuBackend(Backend):
+    def __init__(self):
+        import cupy
+
+        info = gpu.device_info()
+        device = cupy.cuda.Device()
+        # Writing twice the L2 cache evicts whatever a timed launch's inputs left there.
+        l2 = device.attributes["L2CacheSize"]
+        self._flush = cupy.empty(max(2 * l2 // 4, 1), dtype=cupy.float32)
+        self._events = cupy.cuda.Event(), cupy.cuda.Event()
+        super().__init__(
+            name="gpu",
+            device=f"{info.name} ({info.arch}, CUDA {info.cuda}, CuPy {info.cupy})",
+            device_name=info.name,
+            xp=cupy,
+            sync=device.synchronize,
+            crashes=(
+                cupy.cuda.runtime.CUDARuntimeError,
+                cupy.cuda.driver.CUDADriverError,
+                cupy.cuda.memory.OutOfMemoryError,
+            ),
+            peak_gflops=info.fp32_peak_gflops,
+            flush_caches=lambda: self._flush.fill(0),
+        )
+
+    def load(self, specs: list[KernelSpec]) -> list:
+        return [self._load(spec) for spec in specs]
+
+    def _load(self, spec: KernelSpec):
+        import cupy
+
+        # What NVRTC would read (#include): refused on every backend. Code hidden from
+        # NVRTC is never built on a GPU, where a kernel may test __CUDA_ARCH__.
+        device_only.refuse_directives(spec.source, spec.filename, hidden_code=False)
+        _check_contract(spec)  # CuPy would pass the contract's arguments whatever it declares
+        launch = gpu_launcher(spec)
+        device = cupy.cuda.Device().attributes
+        limit = min(device["MaxThreadsPerBlock"], launch.function.max_threads_per_block)
+        fewer = ""
+        if limit < device["MaxThreadsPerBlock"]:
+            fewer = f" with the {launch.function.num_regs} registers each of its threads uses"
+        _refuse_unlaunchable(spec, limit, fewer)
+        shared = spec.geometry.shared_bytes + launch.function.shared_size_bytes
+        if shared > device["MaxSharedMemoryPerBlockOptin"]:
+            raise LaunchRefused(
+                f"a block needs {shared} bytes of shared memory; this device gives a block "
+                f"at most {device['MaxSharedMemoryPerBlockOptin']}"
+            )
+        return launch
+
+    def time_once(self, run) -> float:
+        """CUDA events around run(): the device's own clock."""
+        import cupy
+
+        start, stop = self._events
+        start.record()
+        run()
+        stop.record()
+        stop.synchronize()
+        return cupy.cuda.get_elapsed_time(start, stop) / 1e3
+
+
+class CpuBackend(Backend):
+    def __init__(self, scratch):
+        from . import cpu
+
+        try:
+            cpu.compiler()
+        except cpu.NoCompiler as e:
+            raise BackendUnavailable(str(e)) from None
+        super().__init__(
+            name="cpu",
+            device=cpu.device(),
+            device_name="CPU",
+            xp=np,
+            sync=lambda: None,
+            crashes=(),
+        )
+        self.scratch = scratch
+
+    def load(self, specs: list[KernelSpec]) -> list:
+        from . import cpu
+
+        for spec in specs:
+            # A kernel made of what the CPU cannot run (tensor cores, cp.async) is
+            # refused by name, before NVRTC would stop at its sm_80-only instructions.
+            try:
+                cpu.refuse_unsupported(spec.source, spec.filename)
+            except cpu.UnsupportedOnCpu as e:
+                raise BackendUnavailable(str(e)) from None
+            _refuse_unlaunchable(spec, compiler.MAX_THREADS_PER_BLOCK)
+            _check_contract(spec)
+            try:  # NVRTC first, so that a compile error reads exactly as it would on a GPU
+                compiler.compile_for_arch(
+                    spec.source, [spec.name_expression], "sm_75", spec.filename
+                )
+            except compiler.NvrtcUnavailable:
+                pass
+        # A reduction runs inside step 08's kernel at every tile shape the dispatcher
+        # may choose, built here with the rest.
+        gemms = by_shape.gemm_specs() if any(s.contract == "reduce" for s in specs) else {}
+        try:  # all built before the process confines itself, once
+            launches = cpu.launchers([*specs, *gemms.values()], self.scratch)
+        except (cpu.UnsupportedOnCpu, cpu.NoCompiler, isolation.IsolationUnavailable) as e:
+            raise BackendUnavailable(str(e)) from None
+        self.device = cpu.device()  # now with the confinement it is under
+        gemm_launches = dict(zip(gemms, launches[len(specs) :]))
+        return [
+            self._compose(launch, gemm_launches, spec.split_every_case)
+            if spec.contract == "reduce"
+            else launch
+            for spec, launch in zip(specs, launches)
+        ]
+
+    @staticmethod
+    def _compose(reduce, gemms, split_every_case: bool):
+        """The GEMM around a reduction, with every tile shape in turn (by_shape.in_turn):
+        on the CPU there is no speed to choose for, and each gets checked."""
+
+        def workspace(n: int):
+            # Surrounded by NaN, as the checker surrounds A and B: a read
+            # outside it is caught as one outside A or B is.
+            buffer = np.full(n + 2 * WORKSPACE_PAD, np.nan, dtype=np.float32)
+            return buffer[WORKSPACE_PAD : WORKSPACE_PAD + n]
+
+        return by_shape.compose(by_shape.in_turn, gemms, reduce, workspace, split_every_case)
+
+
+def resolve(requested: str = "auto") -> str:
+    """Where kernels run: `requested`, or for "auto" the GPU where CuPy sees one, else the CPU."""
+    if requested != "auto":
+        return requested
+    return "cpu" if gpu.unavailable_reason() else "gpu"
+
+
+def open_backend(name: str, scratch) -> Backend:
+    """The backend called `name` ("gpu" or "cpu"), opened in this process; scratch
+    is the one directory native code built by the CPU backend may write in."""
+    return GpuBackend() if name == "gpu" else CpuBackend(scratch)

@@ -1,0 +1,326 @@
+"""Step 09, choosing by shape: which of step 08's tile shapes to run for an M, N, K,
+in how many layers of K (split-K), and the GEMM that puts that together.
+
+One tile shape leaves most of a GPU idle on a small or skinny C: 128 x 128 tiles
+give a 512^2 C 16 blocks, for an H100's 132 SMs. The dispatcher answers with
+smaller tiles (more blocks, each reusing its loads less) and with split-K (S
+layers of blocks, each multiplying 1/S of K into its own partial product, which
+step 09's kernel then adds up: S times the blocks, for S matrices of M x N
+written and read back).
+
+What to choose is measured, not guessed: `python -m autograder tune 09` times
+the candidates on one shape per class of shapes on the GPU at hand, and writes
+the best into book/data/dispatch_<gpu>.json. Where no table was measured (a
+GPU nobody tuned on), a rule of thumb decides (`rule_of_thumb`); the CPU backend,
+with no speed to choose for, runs every tile shape in turn (`in_turn`).
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+import math
+import warnings
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..ladder import registry
+from .kernel import KernelSpec
+
+# The tile shapes the dispatcher chooses from: step 08's kernel at these
+# parameters, biggest tiles first. Each is within the T4's limits and compiles
+# without spilling for sm_75 and sm_90 (tests/test_by_shape.py). 256x128 is
+# step 08's own; 128x128 has the same warps in blocks of half the size:
+# twice as many blocks, two of them per SM. The two small ones have four warps
+# of 32 x 32 or 32 x 64. The search's fastest at 4096^3 had one and two
+# warps of 64 x 64, but on small shapes a block's warps are all that an SM may
+# get: on the sweep's eight smallest, four warps with fewer accumulators each
+# were as fast or faster at every shape, 1.5 times as fast at 128^3 (H100,
+# 2026-11-23).
+TILES: dict[str, dict[str, int]] = {
+    "256x128": dict(registry.step("08").params),
+    "128x128": dict(registry.step("08").params, BM=128),
+    "64x128": dict(BM=64, BN=128, BK=16, WM=32, WN=64, WNITER=2, TM=8, TN=4),
+    "64x64": dict(BM=64, BN=64, BK=16, WM=32, WN=32, WNITER=1, TM=8, TN=4),
+}
+# The tiles a shape class is measured in (waves of them per GPU).
+MEASURE_TILES = "128x128"
+# A shape's class: how many waves of 128 x 128 tiles its C makes on the GPU at
+# hand (up to a quarter, up to one, up to four, more) ...
+WAVE_BOUNDS = (0.25, 1.0, 4.0)
+# ... and how long its K is (up to 256, 2048, 8192, longer).
+K_BOUNDS = (256, 2048, 8192)
+# A class's plan counts its layers at this shape (measured_shape): waves of
+# 128 x 128 tiles, and K. At any other shape of the class they are scaled.
+WAVES_MEASURED = (1 / 8, 1 / 2, 2.0, 8.0)
+K_MEASURED = (128, 1024, 4096, 16384)
+# The tuner times each class at four odd shapes across it (sample_shapes), not at
+# one: a plan fitted to one shape can be a third slower at its neighbours. The
+# open ends of the first and last ranges run from one tile, and stop here.
+WAVES_SAMPLED_TO = 16.0
+K_SAMPLED_FROM, K_SAMPLED_TO = 64, 65536
+# Each layer keeps at least this many BK-wide slices of K: a shorter one spends
+# more on filling its pipeline and writing its partial product than on FMAs.
+MIN_SLICES_PER_LAYER = 4
+MAX_SPLITS = 32
+TABLE_VERSION = 2
+
+
+@dataclass(frozen=True)
+class Plan:
+    tiles: str  # a key of TILES
+    splits: int  # layers of K; 1: no split-K, step 08's kernel writes C itself
+
+    def __str__(self) -> str:
+        split = f", K in {self.splits} layers" if self.splits > 1 else ""
+        return f"{self.tiles} tiles{split}"
+
+
+def tile_count(M: int, N: int, tiles: str) -> int:
+    p = TILES[tiles]
+    return math.ceil(M / p["BM"]) * math.ceil(N / p["BN"])
+
+
+def max_splits(K: int, tiles: str) -> int:
+    """The most layers K splits into with MIN_SLICES_PER_LAYER slices in each."""
+    slices = math.ceil(K / TILES[tiles]["BK"])
+    return max(1, min(MAX_SPLITS, slices // MIN_SLICES_PER_LAYER))
+
+
+def shape_class(M: int, N: int, K: int, sms: int) -> tuple[int, int]:
+    """(wave class, K class): indices into WAVES_MEASURED and K_MEASURED, 0 to 3 each."""
+    waves = tile_count(M, N, MEASURE_TILES) / sms
+    return bisect.bisect_left(WAVE_BOUNDS, waves), bisect.bisect_left(K_BOUNDS, K)
+
+
+def measured_shape(shape_cls: tuple[int, int], sms: int) -> tuple[int, int, int]:
+    """The square-C shape the tuner times for a class on a GPU with `sms` SMs."""
+    w, k = shape_cls
+    side = 128 * math.sqrt(WAVES_MEASURED[w] * sms)
+    side = max(32, round(side / 32) * 32)
+    if w < len(WAVE_BOUNDS):  # on a GPU with few SMs, no more tiles than the class allows
+        side = min(side, 128 * max(1, math.isqrt(int(WAVE_BOUNDS[w] * sms))))
+    return side, side, K_MEASURED[k]
+
+
+def sample_shapes(shape_cls: tuple[int, int], sms: int) -> list[tuple[int, int, int]]:
+    """Where the tuner times a class: a quarter and three quarters of the way across
+    its range of waves and of K (on log scales), with odd sides, so that a plan is
+    chosen for the class and not for one shape of it."""
+    w, k = shape_cls
+    waves = (1 / sms, *WAVE_BOUNDS, WAVES_SAMPLED_TO)[w : w + 2]
+    ks = (K_SAMPLED_FROM, *K_BOUNDS, K_SAMPLED_TO)[k : k + 2]
+
+    def across(lo, hi, t):
+        return lo ** (1 - t) * hi**t
+
+    return [
+        (side, side, round(across(*ks, tk)) | 1)
+        for tw in (0.25, 0.75)
+        for side in [round(128 * math.sqrt(across(*waves, tw) * sms)) | 1]
+        for tk in (0.25, 0.75)
+    ]
+
+
+def scaled(plan: Plan, shape_cls: tuple[int, int], M: int, N: int, K: int, sms: int) -> Plan:
+    """A class's plan at one of its shapes: a plan that splits keeps the number of
+    blocks it makes at the class's measured shape; one that does not split never does."""
+    if plan.splits == 1:
+        return plan
+    M0, N0, _ = measured_shape(shape_cls, sms)
+    blocks = plan.splits * tile_count(M0, N0, plan.tiles)
+    splits = round(blocks / tile_count(M, N, plan.tiles))
+    return Plan(plan.tiles, max(1, min(splits, max_splits(K, plan.tiles))))
+
+
+def rule_of_thumb(M: int, N: int, K: int, sms: int) -> Plan:
+    """Without a measured table: 128 x 128 tiles, split into as many layers as fill
+    about one wave where the tiles alone do not; 64 x 64 tiles where even that
+    leaves most SMs idle (a short K cannot be split much)."""
+    tiles = MEASURE_TILES
+    count = tile_count(M, N, tiles)
+    splits = 1 if count >= sms else max(1, min(sms // count, max_splits(K, tiles)))
+    if count * splits < sms // 2:
+        tiles = "64x64"
+        count = tile_count(M, N, tiles)
+        splits = 1 if count >= sms else max(1, min(sms // count, max_splits(K, tiles)))
+    return Plan(tiles, splits)
+
+
+@dataclass(frozen=True)
+class Table:
+    """What the tuner measured on one GPU: the best plan for each shape class."""
+
+    gpu: str
+    sms: int
+    plans: Mapping[tuple[int, int], Plan]
+    measured: str = ""  # when, with which versions, in words
+
+    def choose(self, M: int, N: int, K: int) -> Plan:
+        """The class's plan, scaled to this shape (see scaled)."""
+        cls = shape_class(M, N, K, self.sms)
+        plan = self.plans.get(cls)
+        if plan is None:
+            return rule_of_thumb(M, N, K, self.sms)
+        return scaled(plan, cls, M, N, K, self.sms)
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {
+                "version": TABLE_VERSION,
+                "gpu": self.gpu,
+                "sms": self.sms,
+                "measured": self.measured,
+                "wave_bounds": WAVE_BOUNDS,
+                "k_bounds": K_BOUNDS,
+                "plans": [
+                    {"waves": w, "k": k, "tiles": p.tiles, "splits": p.splits}
+                    for (w, k), p in sorted(self.plans.items())
+                ],
+            },
+            indent=1,
+        )
+
+    @classmethod
+    def from_json(cls, text: str) -> Table:
+        data = json.loads(text)
+        if data.get("version") != TABLE_VERSION:
+            raise ValueError(
+                f"a dispatch table of version {data.get('version')}, not {TABLE_VERSION}"
+            )
+        if (tuple(data["wave_bounds"]), tuple(data["k_bounds"])) != (WAVE_BOUNDS, K_BOUNDS):
+            raise ValueError(
+                "a dispatch table measured for other shape classes than by_shape's: "
+                "run `python -m autograder tune 09` again"
+            )
+        plans = {(e["waves"], e["k"]): Plan(e["tiles"], int(e["splits"])) for e in data["plans"]}
+        unknown = {p.tiles for p in plans.values()} - set(TILES)
+        if unknown:
+            raise ValueError(
+                f"the table names tiles {', '.join(sorted(unknown))}, not in by_shape.TILES"
+            )
+        return cls(data["gpu"], int(data["sms"]), plans, data.get("measured", ""))
+
+
+def table_path(gpu_name: str) -> Path:
+    from .gpu import slug
+
+    return registry.DATA_DIR / f"dispatch_{slug(gpu_name)}.json"
+
+
+def in_turn(M: int, N: int, K: int) -> Plan:
+    """For a backend with no table and no speed to gain (the CPU): the tile shapes in
+    turn, from shape to shape, so that the checker runs each of them."""
+    names = list(TILES)
+    return Plan(names[(M + N + K) % len(names)], 1)
+
+
+def chooser(gpu_name: str, sms: int) -> Callable[[int, int, int], Plan]:
+    """choose(M, N, K) for this GPU: from its measured table, else by rule of thumb."""
+    path = table_path(gpu_name)
+    if path.exists():
+        try:
+            return Table.from_json(path.read_text()).choose
+        except (ValueError, KeyError) as e:  # a table from an older version of by_shape
+            warnings.warn(f"{path}: {e}; step 09 chooses by rule of thumb instead", stacklevel=2)
+    return lambda M, N, K: rule_of_thumb(M, N, K, sms)
+
+
+# ---- the GEMM built around a reduction kernel ----------------------------------------------
+
+
+def gemm_specs(tiles: tuple[str, ...] = tuple(TILES)) -> dict[str, KernelSpec]:
+    """Step 08's course kernel at each of these tile shapes."""
+    step = registry.step("08")
+    return {name: KernelSpec.from_step(step.with_params(**TILES[name])) for name in tiles}
+
+
+def graded_splits(M: int, N: int, K: int) -> int:
+    """2, 3 or 4 layers, varying from shape to shape: a graded reduction runs on every
+    shape, and one that assumes a number of layers is wrong somewhere."""
+    return 2 + (M + N + K) % 3
+
+
+def compose(
+    choose: Callable[[int, int, int], Plan],
+    gemms: Mapping[str, Callable],
+    reduce: Callable,
+    workspace: Callable[[int], object],
+    split_every_case: bool = False,
+):
+    """launch(M, N, K, alpha, A, B, beta, C): `choose`'s plan, with K split in
+    graded_splits layers at least if split_every_case. gemms: step 08's
+    launch(..., layers=S) per tile shape; reduce: launch(M, N, splits, alpha,
+    partial, beta, C); workspace(n): n floats. Returns what the launches noted
+    (the CPU backend's accesses outside the matrices)."""
+
+    last = {}  # the last split launch: its layers, for explain_layers
+    held = {}  # the workspace, kept from launch to launch while its size fits exactly
+
+    def launch(M, N, K, alpha, A, B, beta, C):
+        plan = choose(M, N, K)
+        splits = max(plan.splits, graded_splits(M, N, K) if split_every_case else 1)
+        last.clear()
+        if splits == 1:
+            return gemms[plan.tiles](M, N, K, alpha, A, B, beta, C)
+        # Allocated outside the timed launches' steady state: every layer is
+        # written in full before the reduction reads it, so a kept one is as good.
+        if held.get("floats") != splits * M * N:
+            held.update(floats=splits * M * N, partial=workspace(splits * M * N))
+        partial = held["partial"]
+        last.update(partial=partial, splits=splits)
+        notes = [
+            gemms[plan.tiles](M, N, K, 1.0, A, B, 0.0, partial, layers=splits),
+            reduce(M, N, splits, alpha, partial, beta, C),
+        ]
+        return "; ".join(n for n in notes if n) or None
+
+    def explain_layers(xp, got, C0, alpha, beta, tolerance) -> str:
+        """What the reduction made of the last launch's layers, where C is wrong
+        (checker.case_events asks): step 08's layers are the course's own and
+        right, so a C that is not alpha times their sum plus beta C is the
+        reduction's doing. '' when C is that sum, or nothing was split."""
+        if not last:
+            return ""
+        S = last["splits"]
+        M, N = got.shape
+        layers = last["partial"].reshape(S, M, N).astype(xp.float64)
+        old = beta * xp.asarray(C0, dtype=xp.float64) if beta else 0.0
+        got = got.astype(xp.float64)
+
+        def holds(candidate) -> bool:
+            return bool((xp.abs(got - candidate) <= tolerance).all())
+
+        if holds(alpha * layers.sum(axis=0) + old):
+            return ""
+        said = f"K was split in {S} layers (partial[0] ... partial[{S - 1}])"
+        for j in range(1, S):
+            if holds(alpha * layers[:j].sum(axis=0) + old):
+                return (
+                    f"{said} and C holds the sum of the first {j} only: the loop over the "
+                    "layers must run s = 0 ... splits - 1"
+                )
+        for s in range(S):
+            if holds(alpha * layers[s] + old):
+                return f"{said} and C holds layer {s} alone: add every layer"
+            if holds(S * alpha * layers[s] + old):
+                return (
+                    f"{said} and C holds {S} times layer {s}: every pass of the loop reads "
+                    "the same layer, where layer s starts at partial[s * M * N]"
+                )
+        i, j = (
+            int(v)
+            for v in xp.argwhere(xp.abs(got - alpha * layers.sum(axis=0) - old) > tolerance)[0]
+        )
+        return (
+            f"{said} and C is not alpha times their sum plus beta C: at ({i}, {j}) the "
+            f"layers are {', '.join(f'{float(v):.6g}' for v in layers[:, i, j][:4])}"
+            f"{', ...' if S > 4 else ''} (partial[s * M * N + {i} * N + {j}] for s = 0 ... "
+            f"{S - 1}), and C there is {float(got[i, j]):.6g}"
+        )
+
+    launch.explain_layers = explain_layers
+    # The last split launch's workspace, for compute-sanitizer to name (sanitizer._target).
+    launch.workspace = lambda: last.get("partial")
+    return launch

@@ -1,0 +1,334 @@
+"""Run a course kernel on the CPU: the learner's own source, checked as it runs.
+
+The source is translated, line for line, into C++ for cpu_runtime.h (which
+explains how threads, barriers and checked pointers work there), compiled
+with the machine's C++ compiler into a shared library, and called through
+ctypes. Nothing is re-typed: the translation only renames CUDA's built-ins
+and pointer types, so a compile error or a fault points at the learner's line.
+
+That library is native code from a submission. What is compiled is the
+source as NVRTC sees it, checked to be device code only (device_only), and
+the process that loads it confines itself first (isolation).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+
+from ..isolate import isolation
+from . import contract, device_only
+from .backends import KernelFault
+from .kernel import KernelSpec
+
+RUNTIME = Path(__file__).with_name("cpu_runtime.h")
+FLAGS = ("-std=c++17", "-O2", "-shared", "-fPIC", "-pthread", "-w", "-fno-strict-aliasing")
+# Blocks are shared out among this many OS threads.
+WORKERS = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "sgemm-course" / "cpu"
+# The dynamic shared memory a block gets here (dynamic_shared() in cpu_runtime.h).
+DYNAMIC_SHARED_BYTES = 48 * 1024
+
+# What the CPU backend cannot run, found by name so that a kernel using it gets
+# a clear refusal instead of a wrong verdict.
+UNSUPPORTED = (
+    (r"__shfl\w*", "warp shuffles"),
+    (r"\batomic[A-Z]\w*", "atomic operations"),
+    (r"__ballot\w*|__any_sync|__all_sync|__activemask|__match_\w+|__reduce_\w+_sync", "warp votes"),
+    (r"__syncwarp", "warp-level synchronisation (__syncwarp)"),
+    (r"__syncthreads_(?:count|and|or)", "barrier reductions"),
+    (r"\basm\b", "inline PTX assembly"),
+    (r"\bwmma::|\bnvcuda::|\bmma_sync\b", "tensor-core instructions (WMMA/mma)"),
+    (r"__pipeline_\w+|\bcp\.async|memcpy_async|cuda::barrier", "asynchronous copies"),
+    (r"cooperative_groups", "cooperative groups"),
+    (r"__threadfence\w*", "memory fences"),
+    (r"\btex[123]D\w*|\btexture\s*<|cudaTextureObject_t", "textures"),
+    (r"\bclock(?:64)?\s*\(", "clock()"),
+    (r"__half\b|__nv_bfloat16\b|\bhalf2?\b", "half-precision types"),
+)
+
+
+class UnsupportedOnCpu(Exception):
+    """The kernel uses a construct the CPU backend cannot run."""
+
+
+class NoCompiler(RuntimeError):
+    """No C++ compiler on this machine."""
+
+
+def _c_string(text: str) -> str:
+    return text.replace("\\", "\\\\").replace('"', '\\"')
+
+
+def refuse_unsupported(source: str, filename: str) -> None:
+    """Refuse, by name and line, what the CPU backend will not run: constructs
+    it lacks (UnsupportedOnCpu), and directives that read files or hide code
+    from NVRTC (device_only.HostCode), before any compiler reads the source."""
+    code = device_only.code_only(source)
+    for pattern, what in UNSUPPORTED:
+        if m := re.search(pattern, code):
+            line = code.count("\n", 0, m.start()) + 1
+            raise UnsupportedOnCpu(
+                f"the CPU backend cannot run {what} ({m.group(0).strip()} at {filename}:{line}): "
+                "check this kernel on a GPU (--backend gpu)"
+            )
+    device_only.refuse_directives(source, filename)
+
+
+_POINTER = re.compile(
+    r"\b((?:const\s+|volatile\s+)*)(unsigned\s+int|unsigned|float[24]?|int[24]?|double|char|"
+    r"short|long|size_t)\s*\*"
+)
+_VOID_POINTER = re.compile(r"\b(?:const\s+|volatile\s+)*void\s*\*")
+_SHARED = re.compile(
+    r"(?<!extern )__shared__\s+((?:__align__\(\d+\)\s+)*)([\w:]+)\s+(\w+)"
+    r"((?:\s*\[[^\];]+\])*)\s*;"
+)
+_EXTERN_SHARED = re.compile(
+    r"extern\s+__shared__\s+(?:__align__\(\d+\)\s+)*([\w:]+)\s+(\w+)"
+    r"\s*\[\s*\]\s*;"
+)
+
+
+# Shared arrays of these types are checked element by element (cpu_runtime.h's
+# shared_array): a read of an element no thread has written stops the launch.
+_CHECKED_SHARED = {"float", "double"}
+
+
+def _shared_array(m: re.Match) -> str:
+    align, kind, name, dims = m.groups()
+    if kind in _CHECKED_SHARED and dims.strip() and dims.count("[") <= 4:
+        return (
+            f"static __cpu::shared_array<{kind}{dims}> __cpu_{name}[__cpu::MAX_WORKERS]; "
+            f'auto {name} = __cpu_{name}[__cpu::worker_id()].fresh("{name}");'
+        )
+    return (
+        f"static {align}{kind} __cpu_{name}[__cpu::MAX_WORKERS]{dims}; "
+        f"auto& {name} = __cpu_{name}[__cpu::worker_id()]; "
+        f"__cpu::fresh_shared(&{name}, sizeof({name}));"
+    )
+
+
+def translate(
+    source: str, name_expression: str, filename: str = "kernel.cu", kind: str = "gemm"
+) -> str:
+    """C++ for cpu_runtime.h, with the learner's line numbers (in `filename`, so that a
+    fault names the learner's file and line), plus an entry point, cpu_launch, that
+    takes the `kind` contract's arguments and, after each of its pointers, the padded
+    buffer it lies in and that buffer's size.
+
+    Raises contract.Mismatch when the kernel's parameters are not the contract's."""
+    terms = contract.CONTRACTS[kind]
+    contract.check(source, name_expression, filename, terms)
+    code = source.replace("reinterpret_cast<", "__cpu::cast<")
+    code = _EXTERN_SHARED.sub(r"__cpu::ptr<\1> \2 = __cpu::dynamic_shared<\1>();", code)
+    code = _SHARED.sub(_shared_array, code)
+    code = _VOID_POINTER.sub("__cpu::vptr ", code)
+    code = _POINTER.sub(lambda m: f"__cpu::ptr<{m.group(1)}{m.group(2)}> ", code)
+    parameters, arguments, checked = [], [], []
+    for p in terms.parameters:
+        if not p.extent:
+            parameters.append(f"{p.types[0]} {p.name}")
+            arguments.append(p.name)
+            continue
+        # Non-const, so that a kernel declaring A and B float* (as most published
+        # ones do) gets them; const float* converts from these.
+        parameters += [f"float* {p.name}", f"float* {p.name}_buffer", f"size_t {p.name}_size"]
+        arguments.append(f"checked_{p.name}")
+        checked.append(
+            f"  __cpu::ptr<float> checked_{p.name}({p.name}, (size_t)({p.extent}), "
+            f'{p.name}_buffer, {p.name}_size, "{p.name}");\n'
+            f"  __cpu::matrices[{len(checked)}] = {{checked_{p.name}.name, checked_{p.name}.base, "
+            f"checked_{p.name}.end, checked_{p.name}.lo, checked_{p.name}.hi}};"
+        )
+    checks = "\n".join(checked)
+    return f'''#include "{RUNTIME.name}"
+#line 1 "{_c_string(filename)}"
+{code}
+#line 1 "cpu_entry.cpp"
+extern "C" int cpu_launch({", ".join(parameters)},
+                          unsigned gx, unsigned gy, unsigned layers, unsigned bx, unsigned by,
+                          int reverse, unsigned workers, char* message, int message_size,
+                          char* notes, int notes_size) {{
+{checks}
+  return __cpu::launch(dim3(gx, gy, layers), dim3(bx, by), reverse, workers,
+                       [&] {{ {name_expression}({", ".join(arguments)}); }},
+                       message, message_size, notes, notes_size);
+}}
+'''
+
+
+def compiler() -> str:
+    for name in (os.environ.get("CXX"), "g++", "c++", "clang++"):
+        if name and shutil.which(name):
+            return name
+    raise NoCompiler(
+        "the CPU backend needs a C++ compiler: install g++ (Debian/Ubuntu: "
+        "apt install g++; Fedora: dnf install gcc-c++; macOS: xcode-select --install)"
+    )
+
+
+def build(spec: KernelSpec) -> Path:
+    """Compile spec for the CPU (cached by content) and return the shared library."""
+    refuse_unsupported(spec.source, spec.filename)
+    if spec.geometry.shared_bytes > DYNAMIC_SHARED_BYTES:
+        raise UnsupportedOnCpu(
+            f"the CPU backend gives a block {DYNAMIC_SHARED_BYTES} bytes of dynamic shared "
+            f"memory, not the {spec.geometry.shared_bytes} this launch asks for: check this "
+            "kernel on a GPU (--backend gpu)"
+        )
+    cxx = compiler()
+    source = device_only.preprocess(spec.source, spec.filename, cxx)
+    cpp = translate(source, spec.name_expression, spec.filename, spec.contract)
+    key = hashlib.sha256("\0".join([cpp, RUNTIME.read_text(), cxx, *FLAGS]).encode())
+    library = CACHE / f"{key.hexdigest()[:24]}.so"
+    if library.exists():
+        return library
+    CACHE.mkdir(parents=True, exist_ok=True)
+    # Per process, the source as well as the library: two processes building the same
+    # kernel at once (a class graded on several workers, tests run in parallel) must not
+    # compile a file the other is still writing.
+    source_path = library.with_suffix(f".{os.getpid()}.cpp")
+    source_path.write_text(cpp)
+    partial = library.with_suffix(f".{os.getpid()}.tmp")
+    try:
+        result = subprocess.run(
+            [cxx, *FLAGS, "-I", str(RUNTIME.parent), str(source_path), "-o", str(partial)],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+    finally:
+        source_path.unlink(missing_ok=True)
+    if result.returncode:
+        raise UnsupportedOnCpu(_untranslatable(result.stderr, spec.filename))
+    partial.replace(library)  # atomic: a concurrent build never sees half a library
+    return library
+
+
+def _untranslatable(stderr: str, filename: str) -> str:
+    """What the CPU backend could not build, by name and the learner's line, from the
+    C++ compiler's first error there ("01_naive.cu:24:14: error: '__fdividef' was not
+    declared in this scope")."""
+    first = re.search(rf"^{re.escape(filename)}:(\d+):\d+: error: (.*)$", stderr, re.MULTILINE)
+    if not first:
+        where, what = "", "this kernel"
+    else:
+        named = re.search(r"[‘'`]([^’'`]+)[’'`]", first.group(2))
+        where = f" at {filename}:{first.group(1)}"
+        what = named.group(1) if named else first.group(2)
+    return (
+        f"the CPU backend cannot run {what}{where} (the C++ compiler said: "
+        f"{first.group(2) if first else stderr.strip()[-500:]}). The kernel compiles for "
+        "the GPU, so this is a gap in the CPU backend, not a mistake in your kernel: write "
+        "that line another way to check it here, or check it on a GPU (--backend gpu)"
+    )
+
+
+def launchers(specs: list[KernelSpec], scratch: Path) -> list:
+    """Build every spec for the CPU, confine this process (isolation.enter: for good,
+    with `scratch` its one writable directory: nothing is built after that), then
+    load the libraries; return a launch for each (see _launcher).
+
+    Successive launches alternate the order in which threads run between
+    barriers, so a race changes the result from one launch to the next.
+    """
+    paths = [build(spec) for spec in specs]
+    isolation.enter(scratch, readable=paths)
+    return [_launcher(spec, path) for spec, path in zip(specs, paths)]
+
+
+def _launcher(spec: KernelSpec, path: Path):
+    """launch(*arguments, layers=1): the kernel over a grid `layers` deep, with the
+    arguments of its contract (NumPy arrays for the pointers); returns the backend's
+    note on accesses outside the matrices, if any."""
+    terms = contract.CONTRACTS[spec.contract]
+    entry = ctypes.CDLL(str(path)).cpu_launch
+    floats = np.ctypeslib.ndpointer(np.float32, flags="C_CONTIGUOUS")
+    kinds = {"float": ctypes.c_float}
+    entry.argtypes = [
+        *(
+            t
+            for p in terms.parameters
+            for t in (
+                (floats, floats, ctypes.c_size_t)
+                if p.extent
+                else (kinds.get(p.types[0], ctypes.c_int),)
+            )
+        ),
+        *[ctypes.c_uint] * 5,
+        ctypes.c_int,
+        ctypes.c_uint,
+        ctypes.c_char_p,
+        ctypes.c_int,
+        ctypes.c_char_p,
+        ctypes.c_int,
+    ]
+    message, notes = ctypes.create_string_buffer(512), ctypes.create_string_buffer(1024)
+    launches = 0
+
+    def launch(*arguments, layers: int = 1):
+        nonlocal launches
+        M, N = arguments[:2]
+        launches += 1
+        status = entry(
+            *(
+                a
+                for p, value in zip(terms.parameters, arguments)
+                for a in ((value, *_buffer_of(value)) if p.extent else (value,))
+            ),
+            *spec.geometry.grid(M, N),
+            layers,
+            *spec.geometry.block,
+            launches % 2 == 0,
+            WORKERS,
+            message,
+            len(message),
+            notes,
+            len(notes),
+        )
+        if status:
+            raise KernelFault(_with_hint(message.value.decode(), spec.contract))
+        return notes.value.decode() or None
+
+    return launch
+
+
+def device() -> str:
+    """The CPU backend, as a report names it: the compiler, and the confinement."""
+    return f"the CPU ({compiler()}, no timings; {isolation.state()})"
+
+
+def _buffer_of(matrix: np.ndarray):
+    """The padded buffer a matrix view lies in (the matrix itself if it is no view)."""
+    buffer = matrix.base if isinstance(matrix.base, np.ndarray) else matrix
+    return buffer, buffer.size
+
+
+def _with_hint(fault: str, kind: str = "gemm") -> str:
+    if "misaligned" in fault:
+        return fault + ": use scalar accesses where K or N is not a multiple of 4"
+    # A failed assert, a read of unwritten shared memory: the message says what to look at.
+    if any(s in fault for s in ("failed assert(", "before any thread of")):
+        return fault
+    if kind == "reduce":
+        return fault + (
+            ": check the bounds on M and N, and that partial s of element (row, col) is "
+            "partial[s * M * N + row * N + col]"
+        )
+    loads = " A[" in fault or " B[" in fault
+    if "outside C" in fault or " C[" in fault:
+        if loads:
+            return (
+                fault
+                + ": check the bounds on M, N and K in the loads, and on M and N before every store"
+            )
+        return fault + ": check the bounds on M and N before every store"
+    return fault + ": check the bounds on M, N and K in the loads"

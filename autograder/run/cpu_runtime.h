@@ -1,0 +1,623 @@
+// CUDA on the CPU, for checking course kernels on machines without a GPU.
+//
+// autograder/run/cpu.py translates a kernel's source (keeping its line numbers)
+// and compiles it with this header. Each CUDA thread of a block is a fiber:
+// it runs until it reaches __syncthreads(), then the next thread runs. Blocks
+// are shared out among the machine's cores (each worker has its own copy of
+// shared memory), and each block runs the same way whichever core takes it.
+// What that buys:
+//  - missing barriers show every time: shared memory is filled with NaN when
+//    a block starts, and a thread that reads it before the others have
+//    written (or after they have moved on to the next tile) sees the wrong
+//    data, deterministically;
+//  - every pointer the kernel uses is checked. The checker hands A, B and C
+//    over inside padded buffers, as on a GPU. Any access outside a matrix
+//    fails the launch, even one inside its padding whose value is never
+//    used: such an access goes ahead (so that a later one, into another
+//    matrix, is seen too), and the launch then fails naming, for each
+//    matrix, the first such access: element, thread, block and the learner's
+//    line (captured with __builtin_LINE() at each access). An access beyond
+//    the padding, or a float4 access at an address that is not a multiple of
+//    16 bytes, stops the launch at once, as it would crash a GPU.
+#pragma once
+
+#include <cmath>
+#include <math.h>  // fmaf, sqrtf, ... in the global namespace, as in CUDA
+#include <csetjmp>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <algorithm>
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <string>
+#include <type_traits>
+#include <vector>
+#include <ucontext.h>
+
+// CUDA's qualifiers mean nothing here.
+#define __global__
+#define __device__
+#define __host__
+#define __forceinline__ inline
+#define __noinline__
+#define __restrict__
+#define __launch_bounds__(...)
+#define __align__(n) __attribute__((aligned(n)))
+
+struct uint3 {
+  unsigned x, y, z;
+};
+struct dim3 {
+  unsigned x = 1, y = 1, z = 1;
+  dim3() = default;
+  dim3(unsigned x_, unsigned y_ = 1, unsigned z_ = 1) : x(x_), y(y_), z(z_) {}
+};
+struct __attribute__((aligned(8))) float2 { float x, y; };
+struct __attribute__((aligned(16))) float4 { float x, y, z, w; };
+struct __attribute__((aligned(8))) int2 { int x, y; };
+struct __attribute__((aligned(16))) int4 { int x, y, z, w; };
+inline float2 make_float2(float x, float y) { return {x, y}; }
+inline float4 make_float4(float x, float y, float z, float w) { return {x, y, z, w}; }
+inline int2 make_int2(int x, int y) { return {x, y}; }
+inline int4 make_int4(int x, int y, int z, int w) { return {x, y, z, w}; }
+
+// CUDA's min and max take mixed argument types, as C's arithmetic does.
+template <class A, class B>
+inline std::common_type_t<A, B> min(A a, B b) { return b < a ? b : a; }
+template <class A, class B>
+inline std::common_type_t<A, B> max(A a, B b) { return a < b ? b : a; }
+// CUDA's float intrinsics, with the results of their IEEE (_rn) forms: the fast
+// forms (__fdividef, __expf, ...) differ from these in the last bits only, which
+// the checker's tolerance allows.
+inline float __fmaf_rn(float a, float b, float c) { return std::fma(a, b, c); }
+inline float __fadd_rn(float a, float b) { return a + b; }
+inline float __fmul_rn(float a, float b) { return a * b; }
+inline float __fdiv_rn(float a, float b) { return a / b; }
+inline float __fdividef(float a, float b) { return a / b; }
+inline float __frcp_rn(float a) { return 1.0f / a; }
+inline float __fsqrt_rn(float a) { return std::sqrt(a); }
+inline float rsqrtf(float a) { return 1.0f / std::sqrt(a); }
+inline float __saturatef(float a) { return a < 0.0f ? 0.0f : (a > 1.0f ? 1.0f : a); }
+inline float __expf(float a) { return std::exp(a); }
+inline float __logf(float a) { return std::log(a); }
+inline float __powf(float a, float b) { return std::pow(a, b); }
+// Bits as another type, as CUDA's reinterpreting intrinsics do.
+inline int __float_as_int(float a) { int i; std::memcpy(&i, &a, 4); return i; }
+inline unsigned __float_as_uint(float a) { unsigned u; std::memcpy(&u, &a, 4); return u; }
+inline float __int_as_float(int i) { float a; std::memcpy(&a, &i, 4); return a; }
+inline float __uint_as_float(unsigned u) { float a; std::memcpy(&a, &u, 4); return a; }
+inline int __popc(unsigned x) { return __builtin_popcount(x); }
+inline int __clz(int x) { return x ? __builtin_clz((unsigned)x) : 32; }
+inline int __ffs(int x) { return __builtin_ffs(x); }
+
+namespace __cpu {
+
+constexpr size_t STACK_BYTES = 128 * 1024;  // a power of two: see self()
+constexpr unsigned MAX_WORKERS = 8;
+
+// A suspended execution, and the switch from one to another. A block's
+// threads switch at every barrier, so on x86-64 (Linux, Colab, CI) the switch
+// is seven register saves and restores; elsewhere swapcontext does it.
+#if defined(__x86_64__) && defined(__ELF__)
+struct Context {
+  void* sp = nullptr;
+};
+extern "C" void cpu_switch_stack(void** save_sp, void* load_sp);
+asm(R"(
+  .text
+  .globl cpu_switch_stack
+  .hidden cpu_switch_stack
+  .type cpu_switch_stack, @function
+cpu_switch_stack:
+  pushq %rbp
+  pushq %rbx
+  pushq %r12
+  pushq %r13
+  pushq %r14
+  pushq %r15
+  movq %rsp, (%rdi)
+  movq %rsi, %rsp
+  popq %r15
+  popq %r14
+  popq %r13
+  popq %r12
+  popq %rbx
+  popq %rbp
+  ret
+  .size cpu_switch_stack, .-cpu_switch_stack
+)");
+inline void switch_to(Context& save, Context& load) { cpu_switch_stack(&save.sp, load.sp); }
+inline void make_context(Context& c, char* stack, size_t size, void (*entry)()) {
+  void** top = (void**)(((uintptr_t)(stack + size)) & ~(uintptr_t)15);
+  *--top = nullptr;          // where entry would return to: it never does
+  *--top = (void*)entry;     // popped by the first switch's ret
+  for (int i = 0; i < 6; ++i) *--top = nullptr;  // rbp, rbx, r12-r15
+  c.sp = top;
+}
+#else
+struct Context {
+  ucontext_t uc;
+};
+inline void switch_to(Context& save, Context& load) { swapcontext(&save.uc, &load.uc); }
+inline void make_context(Context& c, char* stack, size_t size, void (*entry)()) {
+  getcontext(&c.uc);
+  c.uc.uc_stack.ss_sp = stack;
+  c.uc.uc_stack.ss_size = size;
+  c.uc.uc_link = nullptr;
+  makecontext(&c.uc, entry, 0);
+}
+#endif
+
+struct Worker;
+
+// Where in the learner's source an access is made: the translation keeps its
+// line numbers (#line), and __builtin_FILE/LINE as default arguments give the
+// caller's.
+struct Where {
+  const char* file = nullptr;
+  int line = 0;
+};
+inline std::string at_line(const Where& w) {
+  return w.file ? std::string(", at ") + w.file + ":" + std::to_string(w.line) : std::string();
+}
+
+// An index into a checked pointer, with the line that used it (an operator
+// cannot take default arguments; the converting constructor can).
+struct Index {
+  std::ptrdiff_t i;
+  Where where;
+  template <class I, class = std::enable_if_t<std::is_integral_v<I> || std::is_enum_v<I>>>
+  Index(I i_, const char* file = __builtin_FILE(), int line = __builtin_LINE())
+      : i((std::ptrdiff_t)i_), where{file, line} {}
+};
+
+// A CUDA thread: a fiber whose stack begins with a pointer to this record.
+struct Thread {
+  uint3 idx;
+  bool done = false;
+  Worker* worker;
+  Context context;
+  char* stack = nullptr;
+  ~Thread() { std::free(stack); }
+};
+
+// An OS thread that runs whole blocks with its own fibers.
+struct Worker {
+  unsigned id;
+  uint3 block_idx;
+  long block_serial = 0;  // unique to each block run, so shared memory is poisoned once per block
+  Context scheduler;
+  jmp_buf abort_launch;
+  struct Seen { void* memory; long serial; };
+  std::vector<Seen> seen;  // shared arrays and the block that last poisoned them
+};
+
+// The running CUDA thread, found from the address of a local variable: fiber
+// stacks are aligned to their size, so this needs no thread-local storage
+// (which is slow in a library loaded at run time).
+inline Thread* self() {
+  char probe;
+  return *(Thread**)((uintptr_t)&probe & ~(uintptr_t)(STACK_BYTES - 1));
+}
+
+inline dim3 grid, block;  // the launch, the same for every worker
+inline std::function<void()> kernel;
+
+// What the workers report, kept for the lowest block index so that the
+// message does not depend on which core got there first.
+inline std::mutex report_lock;
+inline std::atomic<bool> stopped;
+inline long error_block;
+inline std::string error;  // why the launch stopped
+struct Note {
+  const char* matrix;
+  long block;
+  std::string text;
+};
+inline std::vector<Note> notes;  // the first access outside each matrix
+
+inline long linear_block(const uint3& b) { return ((long)b.z * grid.y + b.y) * grid.x + b.x; }
+
+inline std::string who(const Thread* t) {
+  const uint3 b = t->worker->block_idx;
+  char text[96];
+  std::snprintf(text, sizeof text, "thread (%u, %u, %u) of block (%u, %u, %u)", t->idx.x,
+                t->idx.y, t->idx.z, b.x, b.y, b.z);
+  return text;
+}
+
+[[noreturn]] inline void fault(const std::string& what) {
+  Thread* t = self();
+  const long b = linear_block(t->worker->block_idx);
+  {
+    std::lock_guard<std::mutex> hold(report_lock);
+    if (!stopped || b < error_block) error = who(t) + " " + what, error_block = b;
+    stopped = true;
+  }
+  _longjmp(t->worker->abort_launch, 1);
+}
+
+// The matrices of the launch, so that a raw pointer into one (&A[i], then
+// reinterpret_cast to float4*) is checked against it and named.
+struct Matrix {
+  const char* name;
+  const char *base, *end, *lo, *hi;
+};
+inline Matrix matrices[3];
+
+inline void note(const char* matrix, const std::string& what) {
+  const Thread* t = self();
+  const long b = linear_block(t->worker->block_idx);
+  std::lock_guard<std::mutex> hold(report_lock);
+  for (Note& n : notes) {
+    if (n.matrix != matrix) continue;
+    if (b < n.block) n = {matrix, b, who(t) + " " + what};
+    return;
+  }
+  notes.push_back({matrix, b, who(t) + " " + what});
+}
+
+// A pointer that checks every access. Pointers into A, B and C know their
+// matrix's extent; others (shared memory, registers) are checked for alignment.
+template <class T>
+struct ptr {
+  T* p = nullptr;
+  const char* base = nullptr;  // the matrix; nullptr: extent unknown
+  const char* end = nullptr;
+  const char* lo = nullptr;  // the padded buffer around it
+  const char* hi = nullptr;
+  const char* name = nullptr;
+  Where where;  // the line that last moved this pointer (for *p and p->x)
+
+  ptr() = default;
+  ptr(std::nullptr_t) {}
+  // A raw pointer into A, B or C (&A[i]) gets that matrix's extent and name back.
+  template <class U, class = std::enable_if_t<std::is_convertible_v<U*, T*>>>
+  ptr(U* raw) : p(raw) {
+    const char* c = (const char*)raw;
+    for (const Matrix& m : matrices) {
+      if (m.name && c >= m.lo && c < m.hi) base = m.base, end = m.end, lo = m.lo, hi = m.hi, name = m.name;
+    }
+  }
+  template <class U, class = std::enable_if_t<std::is_convertible_v<U*, T*>>>
+  ptr(const ptr<U>& o)
+      : p(o.p), base(o.base), end(o.end), lo(o.lo), hi(o.hi), name(o.name), where(o.where) {}
+  template <class U, class = std::enable_if_t<!std::is_convertible_v<U*, T*>>, class = void>
+  explicit ptr(const ptr<U>& o)
+      : p((T*)o.p), base(o.base), end(o.end), lo(o.lo), hi(o.hi), name(o.name), where(o.where) {}
+  ptr(T* matrix, size_t count, T* buffer, size_t buffer_count, const char* matrix_name)
+      : p(matrix), base((const char*)matrix), end((const char*)(matrix + count)),
+        lo((const char*)buffer), hi((const char*)(buffer + buffer_count)), name(matrix_name) {}
+
+  T& at(std::ptrdiff_t i, const Where& w) const {
+    T* q = p + i;
+    const char* c = (const char*)q;
+    if (base && (c < base || c + sizeof(T) > end)) outside(c, w);
+    if ((uintptr_t)q % alignof(T) != 0) misaligned(w);
+    return *q;
+  }
+  T& operator[](Index i) const { return at(i.i, i.where); }
+  T& operator*() const { return at(0, where); }
+  T* operator->() const { return &at(0, where); }
+  ptr operator+(Index i) const { ptr r = *this; r.p += i.i; r.where = i.where; return r; }
+  ptr operator-(Index i) const { ptr r = *this; r.p -= i.i; r.where = i.where; return r; }
+  std::ptrdiff_t operator-(const ptr& o) const { return p - o.p; }
+  ptr& operator+=(Index i) { p += i.i; where = i.where; return *this; }
+  ptr& operator-=(Index i) { p -= i.i; where = i.where; return *this; }
+  ptr& operator++() { ++p; return *this; }
+  ptr& operator--() { --p; return *this; }
+  ptr operator++(int) { ptr r = *this; ++p; return r; }
+  ptr operator--(int) { ptr r = *this; --p; return r; }
+  bool operator==(const ptr& o) const { return p == o.p; }
+  bool operator!=(const ptr& o) const { return p != o.p; }
+  bool operator<(const ptr& o) const { return p < o.p; }
+  explicit operator bool() const { return p != nullptr; }
+  explicit operator T*() const { return p; }
+
+ private:
+  // Any access outside the matrix fails the launch, even one inside the
+  // padding whose value is never used: on a GPU it reads another buffer's
+  // data, or crashes, depending on what lies there.
+  void outside(const char* c, const Where& w) const {
+    const long element = (long)((c - base) / (long)sizeof(float));
+    const long size = (long)((end - base) / (long)sizeof(float));
+    const long distance = element >= size ? element - size + 1 : -element;
+    const bool reading = std::is_const_v<T> || name[0] != 'C';
+    char what[200];
+    std::snprintf(what, sizeof what, "%s %s[%ld], %ld float%s %s %s", reading ? "read" : "accessed",
+                  name, element, distance, distance == 1 ? "" : "s",
+                  element >= size ? "past the end of" : "before the start of", name);
+    if (c < lo || c + sizeof(T) > hi)
+      fault(what + at_line(w) + ", outside the memory it was given (cudaErrorIllegalAddress "
+            "on a GPU)");
+    note(name, what + at_line(w));
+  }
+  [[noreturn]] void misaligned(const Where& w) const {
+    char what[200];
+    std::snprintf(what, sizeof what,
+                  "made a misaligned %zu-byte access to %s at an address that is not a multiple "
+                  "of %zu bytes",
+                  sizeof(T), name ? name : "shared or local memory", alignof(T));
+    fault(what + at_line(w) + " (cudaErrorMisalignedAddress on a GPU)");
+  }
+};
+template <class T>
+ptr<T> operator+(Index i, const ptr<T>& q) { return q + i; }
+
+// void* in a kernel: only ever converted (to an integer, to check alignment).
+struct vptr {
+  const volatile void* p = nullptr;
+  vptr(const volatile void* raw) : p(raw) {}
+  template <class U>
+  vptr(const ptr<U>& o) : p(o.p) {}
+};
+
+// reinterpret_cast<...>(...) in a kernel becomes __cpu::cast<...>(...).
+template <class To, class From>
+To cast(const From& from, const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
+  if constexpr (std::is_integral_v<To>) {
+    if constexpr (std::is_pointer_v<From>) return (To)(uintptr_t)from;
+    else return (To)(uintptr_t)from.p;
+  } else if constexpr (std::is_pointer_v<From>) {
+    To to((typename std::remove_reference_t<decltype(*To().p)>*)from);  // named if in A, B or C
+    to.where = {file, line};
+    return to;
+  } else {
+    To to(from);
+    to.where = {file, line};
+    return to;
+  }
+}
+
+template <class T>
+T __ldg_impl(const ptr<const T>& p) { return *p; }
+
+// Shared memory: every __shared__ array has one copy per worker, filled with
+// NaN bytes when the first thread of a block reaches its declaration, so a
+// read before anyone wrote is never right by luck.
+inline unsigned worker_id() { return self()->worker->id; }
+
+inline void fresh_shared(void* memory, size_t bytes) {
+  Worker& w = *self()->worker;
+  for (Worker::Seen& s : w.seen) {
+    if (s.memory == memory) {
+      if (s.serial != w.block_serial) std::memset(memory, 0xFF, bytes), s.serial = w.block_serial;
+      return;
+    }
+  }
+  std::memset(memory, 0xFF, bytes);
+  w.seen.push_back({memory, w.block_serial});
+}
+
+// A __shared__ array of floats (or doubles): one per worker, filled with NaN
+// bits 0xFF...FF when a block starts, as other shared memory is. Its elements
+// are read through sref, which stops the launch at the first read of an
+// element still holding those bits (no float a kernel computes has them): no
+// thread of the block has written it. Reads through a pointer (&As[i][j]) are
+// not checked; writes through one count, since they replace the bits.
+struct SharedInfo {
+  const char* name = nullptr;
+  int rank = 0;
+  size_t dims[4] = {};
+};
+
+template <class T>
+inline bool unwritten_bits(T v) {
+  unsigned char bytes[sizeof(T)];
+  std::memcpy(bytes, &v, sizeof(T));
+  for (unsigned char b : bytes) if (b != 0xFF) return false;
+  return true;
+}
+
+template <class T>
+struct sref {
+  T* p;
+  const T* data;  // the whole array's
+  const SharedInfo* info;
+  Where where;
+  operator T() const {
+    const T v = *p;
+    if (__builtin_expect(unwritten_bits(v), 0)) unwritten();
+    return v;
+  }
+  sref& operator=(T v) { *p = v; return *this; }
+  sref& operator=(const sref& o) { return *this = (T)o; }
+  sref& operator+=(T v) { return *this = (T)*this + v; }
+  sref& operator-=(T v) { return *this = (T)*this - v; }
+  sref& operator*=(T v) { return *this = (T)*this * v; }
+  sref& operator/=(T v) { return *this = (T)*this / v; }
+  ptr<T> operator&() const { return ptr<T>(p); }
+
+ private:
+  [[noreturn]] void unwritten() const {
+    std::string index;
+    size_t rest = (size_t)(p - data), stride = 1;
+    for (int d = 1; d < info->rank; ++d) stride *= info->dims[d];
+    for (int d = 0; d < info->rank; ++d) {
+      index += "[" + std::to_string(rest / stride) + "]";
+      rest %= stride;
+      if (d + 1 < info->rank) stride /= info->dims[d + 1];
+    }
+    fault(std::string("read ") + info->name + index + " before any thread of the block wrote it" +
+          at_line(where) + ": a missing __syncthreads() after the loads, or a tile not fully "
+          "loaded");
+  }
+};
+
+template <class T, class A>  // A: the array type this view indexes, e.g. float[BK]
+struct sview {
+  T* data;  // the whole array's
+  const SharedInfo* info;
+  size_t offset;  // of this view's first element, in elements
+  using Sub = std::remove_extent_t<A>;
+  static constexpr size_t SUB = sizeof(Sub) / sizeof(T);
+  auto operator[](Index i) const {
+    const size_t at = offset + (size_t)i.i * SUB;
+    if constexpr (std::rank_v<A> == 1) return sref<T>{data + at, data, info, i.where};
+    else return sview<T, Sub>{data, info, at};
+  }
+  template <class U, class = std::enable_if_t<std::is_convertible_v<T*, U*>>>
+  operator ptr<U>() const { return ptr<U>(data + offset); }
+};
+
+template <class A>
+struct shared_array {
+  using T = std::remove_all_extents_t<A>;
+  alignas(16) A data;
+  SharedInfo info;
+  long serial = -1;
+  // The view a thread uses; the first thread of each block refills the array.
+  sview<T, A> fresh(const char* name) {
+    Worker& w = *self()->worker;
+    if (serial != w.block_serial) {
+      std::memset(&data, 0xFF, sizeof data);
+      info.name = name, info.rank = (int)std::rank_v<A>;
+      if constexpr (std::rank_v<A> >= 1) info.dims[0] = std::extent_v<A, 0>;
+      if constexpr (std::rank_v<A> >= 2) info.dims[1] = std::extent_v<A, 1>;
+      if constexpr (std::rank_v<A> >= 3) info.dims[2] = std::extent_v<A, 2>;
+      if constexpr (std::rank_v<A> >= 4) info.dims[3] = std::extent_v<A, 3>;
+      serial = w.block_serial;
+    }
+    return sview<T, A>{(T*)&data, &info, 0};
+  }
+};
+
+// printf in a kernel: checked shared elements and pointers are passed as the
+// float and the address they stand for (the runtime's own calls are std::printf).
+template <class T>
+const T& printable(const T& v) { return v; }
+template <class T>
+T printable(const sref<T>& r) { return (T)r; }
+template <class T>
+T* printable(const ptr<T>& q) { return q.p; }
+template <class... Args>
+int print(const char* format, const Args&... args) {
+  return std::printf(format, printable(args)...);
+}
+
+template <class T>
+ptr<T> dynamic_shared() {
+  constexpr size_t BYTES = 48 * 1024;
+  alignas(16) static char memory[MAX_WORKERS][BYTES];
+  char* mine = memory[worker_id()];
+  fresh_shared(mine, BYTES);
+  return ptr<T>((T*)mine, BYTES / sizeof(T), (T*)mine, BYTES / sizeof(T), "dynamic shared memory");
+}
+
+// A thread gives way to the next one at a barrier.
+inline void barrier() {
+  Thread* t = self();
+  switch_to(t->context, t->worker->scheduler);
+}
+
+inline void thread_main() {
+  for (;;) {  // one pass per block: the fiber is reused for the next block
+    kernel();
+    self()->done = true;
+    barrier();
+  }
+}
+
+inline std::atomic<long> block_serials{0};  // over all launches: see Worker::block_serial
+
+// Runs one worker's share of the blocks: block id, id + workers, ...
+inline void run_blocks(unsigned id, unsigned workers, bool reverse) {
+  Worker w;
+  w.id = id;
+  const unsigned n = block.x * block.y * block.z;
+  std::vector<Thread> threads(n);
+  for (unsigned i = 0; i < n; ++i) {
+    Thread& t = threads[i];
+    t.worker = &w;
+    t.stack = (char*)std::aligned_alloc(STACK_BYTES, STACK_BYTES);
+    *(Thread**)t.stack = &t;  // what self() finds
+    // Stacks are aligned to their size, so their tops would all fall in the
+    // same cache sets; a different number of cache lines cut off each one
+    // spreads the hot top frames over the cache.
+    const size_t skew = 64 * (i * 37 % 512);
+    make_context(t.context, t.stack + 64, STACK_BYTES - 64 - skew, thread_main);
+  }
+  if (_setjmp(w.abort_launch)) return;
+  const long blocks = (long)grid.x * grid.y * grid.z;
+  for (long b = id; b < blocks; b += workers) {
+    if (stopped) {  // a lower block may fail too: the message names the lowest
+      std::lock_guard<std::mutex> hold(report_lock);
+      if (b > error_block) break;
+    }
+    w.block_idx = {unsigned(b % grid.x), unsigned(b / grid.x % grid.y),
+                   unsigned(b / ((long)grid.x * grid.y))};
+    w.block_serial = ++block_serials;
+    for (unsigned i = 0; i < n; ++i) {
+      threads[i].done = false;
+      threads[i].idx = {i % block.x, i / block.x % block.y, i / (block.x * block.y)};
+    }
+    // Between two barriers the threads run one after another, all in the
+    // same order; `reverse` flips it, so that a race changes the result
+    // from one launch to the next as it would on a GPU.
+    for (bool waiting = true; waiting;) {
+      waiting = false;
+      for (unsigned k = 0; k < n; ++k) {
+        Thread& t = threads[reverse ? n - 1 - k : k];
+        if (t.done) continue;
+        switch_to(w.scheduler, t.context);
+        waiting |= !t.done;
+      }
+    }
+  }
+}
+
+// Runs body as every thread of every block. Returns 0, or 1 with a message
+// in message_out when an access went beyond the padding or was misaligned;
+// notes_out gets the first access outside each matrix.
+inline int launch(dim3 grid_, dim3 block_, bool reverse, unsigned workers,
+                  std::function<void()> body, char* message_out, int message_size,
+                  char* notes_out, int notes_size) {
+  grid = grid_, block = block_, kernel = std::move(body);
+  stopped = false, error.clear(), notes.clear();
+  const long blocks = (long)grid.x * grid.y * grid.z;
+  workers = (unsigned)std::max(1L, std::min<long>({(long)workers, (long)MAX_WORKERS, blocks}));
+  std::vector<std::thread> helpers;
+  for (unsigned w = 1; w < workers; ++w) helpers.emplace_back(run_blocks, w, workers, reverse);
+  run_blocks(0, workers, reverse);
+  for (std::thread& h : helpers) h.join();
+  if (!stopped && !notes.empty()) {  // accesses outside A, B or C, all inside the padding
+    std::sort(notes.begin(), notes.end(),
+              [](const Note& a, const Note& b) { return a.matrix[0] < b.matrix[0]; });
+    bool inputs = false, output = false;
+    std::string inputs_named;
+    for (const Note& n : notes) {
+      error += (error.empty() ? "" : "; ") + n.text;
+      if (n.matrix[0] == 'C') output = true;
+      else inputs_named += (inputs ? " and " : "") + std::string(n.matrix), inputs = true;
+    }
+    error += std::string(": the kernel ") + (inputs ? "read outside " + inputs_named : "") +
+             (inputs && output ? " and " : "") + (output ? "accessed memory outside C" : "") +
+             ", which fails even where the value is never used (on a GPU such an access "
+             "reads or corrupts other data, or crashes)";
+    stopped = true;
+  }
+  std::snprintf(message_out, message_size, "%s", error.c_str());
+  std::snprintf(notes_out, notes_size, "%s", "");
+  return stopped ? 1 : 0;
+}
+
+}  // namespace __cpu
+
+#define threadIdx (__cpu::self()->idx)
+#define blockIdx (__cpu::self()->worker->block_idx)
+#define blockDim (__cpu::block)
+#define gridDim (__cpu::grid)
+#define __syncthreads() __cpu::barrier()
+#define __ldg(p)                                                                            \
+  __cpu::__ldg_impl(__cpu::cast<__cpu::ptr<const std::remove_cv_t<std::remove_reference_t<decltype(*(p))>>>>(p))
+// NVRTC accepts assert() without an include; here a failed one stops the
+// launch with the thread, the block and the learner's line.
+#define assert(e) \
+  ((e) ? (void)0 : __cpu::fault("failed assert(" #e "), at " __FILE__ ":" + std::to_string(__LINE__)))
+#define printf(...) __cpu::print(__VA_ARGS__)

@@ -1,8 +1,0 @@
-"""The autograder as plain pytest, for classroom CI services:
-
-    pytest autograder/tests --submission PATH --assignment STEP [--junitxml report.xml]
-
-PATH is a .cu file, a notebook, or a folder holding one. The tests are the
-exercise notebooks' grade cells (autograder/rubric.py), with their points
-recorded in the JUnit XML report as properties of each test case.
-"""

@@ -1,0 +1,43 @@
+"""The package's layers hold by a tool, not a promise: import-linter's layers contract in
+pyproject.toml (course > grade | measure > judge > run > isolate > ladder; ARCHITECTURE.md)."""
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+LINT = shutil.which("lint-imports")
+pytestmark = [
+    pytest.mark.quick,
+    pytest.mark.skipif(LINT is None, reason="import-linter is not installed (requirements.txt)"),
+]
+
+
+def lint(package_parent: Path) -> subprocess.CompletedProcess:
+    """lint-imports with the project's contract, over the package found in package_parent."""
+    return subprocess.run(
+        [LINT, "--config", str(ROOT / "pyproject.toml"), "--no-cache"],
+        cwd=package_parent,
+        env={"PATH": str(Path(LINT).parent), "PYTHONPATH": str(package_parent)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_every_import_runs_down_the_layers():
+    result = lint(ROOT)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+
+
+def test_an_upward_import_fails_the_contract_and_names_both_modules(tmp_path):
+    # The run layer importing the judge's checker: the import this contract exists to stop.
+    shutil.copytree(ROOT / "autograder", tmp_path / "autograder")
+    gpu = tmp_path / "autograder" / "run" / "gpu.py"
+    gpu.write_text(gpu.read_text() + "\nfrom ..judge import checker  # noqa: E402\n")
+    result = lint(tmp_path)
+    assert result.returncode != 0
+    assert "BROKEN" in result.stdout
+    assert "autograder.run.gpu" in result.stdout and "autograder.judge.checker" in result.stdout
