@@ -50,6 +50,15 @@ def results() -> list[bench.Row]:
     return rows
 
 
+def clock_table():
+    """The same work timed three ways (`python -m autograder clocks`,
+    book/data/clocks_*.csv), as text."""
+    from autograder.measure import clocks
+
+    for path in sorted(DATA.glob("clocks_*.csv")):
+        print(clocks.table(clocks.read_csv(path)))
+
+
 def provenance(rows: list[bench.Row]) -> str:
     first = rows[0]
     return (

@@ -8,7 +8,7 @@ from autograder.measure import bench
 from autograder.measure.bench import Row
 
 
-def row(kernel, size, gflops, cublas=1000.0):
+def row(kernel, size, gflops, cublas=1000.0, samples=10, noise=0.5):
     M, N, K = size
     return Row(
         kernel,
@@ -23,6 +23,10 @@ def row(kernel, size, gflops, cublas=1000.0):
         "2026-11-22",
         "13.0",
         "14.2.0",
+        samples,
+        noise,
+        samples,
+        noise,
     )
 
 
@@ -44,13 +48,16 @@ def test_bad_sizes_are_refused(text):
         bench.parse_size(text)
 
 
-def test_csv_merge_replaces_same_kernel_and_shape_and_keeps_the_rest(tmp_path):
+def test_csv_merge_keeps_one_run_per_shape_and_the_other_shapes(tmp_path, capsys):
     path = tmp_path / "bench.csv"
-    bench.write_csv([row("05", (64, 64, 64), 10.0), row("06", (64, 64, 64), 20.0)], path)
-    bench.write_csv([row("05", (64, 64, 64), 11.0)], path)
+    first = [row("05", (64,) * 3, 10.0), row("06", (64,) * 3, 20.0), row("06", (32,) * 3, 5.0)]
+    bench.write_csv(first, path)
+    bench.write_csv([row("05", (64,) * 3, 11.0, cublas=900.0)], path)
     rows = bench.read_csv(path)
-    assert [(r.kernel, r.gflops) for r in rows] == [("05", 11.0), ("06", 20.0)]
-    assert rows[0] == row("05", (64, 64, 64), 11.0)  # every column survives the round trip
+    # 06 at 64^3 was measured against the other run's cuBLAS: it goes, and is named.
+    assert [(r.kernel, r.M, r.gflops) for r in rows] == [("05", 64, 11.0), ("06", 32, 5.0)]
+    assert "dropped the older rows of 06" in capsys.readouterr().err
+    assert rows[0] == row("05", (64,) * 3, 11.0, cublas=900.0)  # every column round-trips
 
 
 def test_table_shows_gflops_percent_of_cublas_and_peak():
@@ -61,16 +68,22 @@ def test_table_shows_gflops_percent_of_cublas_and_peak():
     assert text.index("1024x1024x1024") < text.index("4096x4096x4096")  # smallest first
 
 
-def test_a_table_of_rows_from_several_runs_says_whose_cublas_it_shows():
+def test_a_table_refuses_rows_whose_percentages_come_from_different_cublas_runs():
     one_run = [
         row("07", (1024,) * 3, 400.0, cublas=800.0),
         row("08", (1024,) * 3, 500.0, cublas=800.0),
     ]
-    assert "several runs" not in bench.table(one_run)
+    assert "400 (50.0%)" in bench.table(one_run) and "800\n" in bench.table(one_run) + "\n"
     merged = [one_run[0], row("08", (1024,) * 3, 500.0, cublas=1000.0)]
-    text = bench.table(merged)
-    assert "400 (50.0%)" in text and "500 (50.0%)" in text
-    assert "rows from several runs" in text
+    with pytest.raises(ValueError, match="computed from the cuBLAS figure printed beside it"):
+        bench.table(merged)
+
+
+def test_a_table_says_how_its_figures_were_sampled_and_their_worst_noise():
+    rows = [row("07", (1024,) * 3, 400.0, samples=12), row("08", (1024,) * 3, 500.0, noise=3.2)]
+    line = bench.table(rows).splitlines()[-1]
+    assert line.startswith("GPU time only, warm; medians of 10-12 samples each")
+    assert "at most 3.2% (08 at 1024x1024x1024)" in line
 
 
 def test_plot_writes_a_png(tmp_path):

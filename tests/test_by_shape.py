@@ -7,19 +7,13 @@ from dataclasses import replace
 
 import pytest
 
-from autograder import (
-    KernelSpec,
-    bench,
-    by_shape,
-    compiler,
-    contract,
-    explorers,
-    judge,
-    registry,
-    tune_plans,
-)
+from autograder import KernelSpec, judge
+from autograder.course import explorers
 from autograder.judge.checker import SMALL
+from autograder.ladder import registry
 from autograder.ladder.hardware import GPUS
+from autograder.measure import bench, tune_plans
+from autograder.run import by_shape, compiler, contract
 from autograder.run.by_shape import Plan, Table
 
 H100, T4 = GPUS["H100 SXM"]["sms"], GPUS["Tesla T4"]["sms"]
@@ -94,10 +88,25 @@ def test_a_table_keeps_its_classs_block_count_and_is_read_back_as_written():
     assert t.choose(128, 4096, 4096) == plan  # deterministic
     assert Table.from_json(t.to_json()) == t
     # A class the table lacks falls back on the rule of thumb.
-    assert t.choose(4096, 4096, 4096) == by_shape.rule_of_thumb(4096, 4096, 4096, H100)
+    assert t.choose(3001, 2999, 3003) == by_shape.rule_of_thumb(3001, 2999, 3003, H100)
     # A class measured best unsplit stays unsplit, whatever its shape.
     big = table({by_shape.shape_class(2200, 4200, 4096, H100): Plan("256x128", 1)})
     assert big.choose(2200, 4200, 4096) == Plan("256x128", 1)
+
+
+@pytest.mark.parametrize("shape", [(2048, 2048, 2048), (4096, 4096, 128), (8192, 8192, 256)])
+def test_where_step_08s_tiles_fill_the_waves_evenly_its_own_plan_is_chosen(shape):
+    # 128, 512 and 2048 tiles of 256 x 128 for 132 SMs: 97% of the SMs' turns used.
+    assert by_shape.wave_fill(*shape[:2], "256x128", H100) > by_shape.EVEN_WAVES
+    elsewhere = table({by_shape.shape_class(*shape, H100): Plan("64x128", 2)})
+    assert elsewhere.choose(*shape) == Plan("256x128", 1)
+
+
+def test_tiles_short_of_a_wave_or_filling_it_unevenly_leave_the_choice_to_the_table():
+    assert by_shape.wave_fill(512, 512, "256x128", H100) == 8 / 132  # most SMs idle
+    assert by_shape.wave_fill(3001, 2999, "256x128", H100) == 288 / (3 * 132)
+    cls = by_shape.shape_class(3001, 2999, 3003, H100)
+    assert table({cls: Plan("64x128", 1)}).choose(3001, 2999, 3003) == Plan("64x128", 1)
 
 
 def test_a_table_naming_tiles_the_dispatcher_lacks_is_refused():

@@ -175,7 +175,7 @@ def test_a_change_to_the_thresholds_or_the_rubric_regrades_the_class(tmp_path, m
 
     package = tmp_path / "autograder"  # the grader's code, with the rubric's points changed
     shutil.copytree(gradebook.PACKAGE, package, ignore=shutil.ignore_patterns("__pycache__"))
-    rubric_py = package / "rubric.py"
+    rubric_py = package / "grade" / "rubric.py"
     three_points = '"test_whole_tiles",\n        3,'
     assert three_points in rubric_py.read_text()
     rubric_py.write_text(

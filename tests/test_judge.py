@@ -50,7 +50,7 @@ def test_a_kernel_too_slow_for_the_limit_is_told_it_is_slow_with_its_speed():
 
 def test_a_grader_that_cannot_start_in_time_is_a_grader_fault(tmp_path, monkeypatch):
     monkeypatch.setenv("CXX", slow_compiler(tmp_path))
-    monkeypatch.setattr(judge, "SETUP_TIMEOUT_S", 1.0)
+    monkeypatch.setattr(judge.job, "SETUP_TIMEOUT_S", 1.0)
     with pytest.raises(judge.GraderFault, match="the grader got stuck starting the CPU"):
         judge.check(KernelSpec.from_step(registry.step("02")), SMALL[:1], backend="cpu")
 

@@ -16,9 +16,11 @@ from ..isolate import isolation
 from ..judge.job import GraderFault
 from ..ladder import registry
 from ..measure import sass
+from ..measure.bench import Noisy
 from ..measure.profile import ProfilerUnavailable
 from ..run import backends, compiler, gpu
 from ..run.backends import BackendUnavailable
+from ..run.device_clock import HoldFailed
 from ..run.kernel import SpecError, from_file, global_kernels, resolve
 
 OK, WRONG, UNUSABLE = 0, 1, 2
@@ -249,6 +251,16 @@ def _parser() -> argparse.ArgumentParser:
     pr.add_argument("--size", default="4096", metavar="SIZE", help="N or MxNxK (default 4096)")
     pr.add_argument("--no-csv", action="store_true", help="print only; write no data")
 
+    cl = sub.add_parser(
+        "clocks",
+        help="how much of a launch timed from the host is the host's",
+        description="Time an empty kernel and cuBLAS at a few shapes three ways: CUDA events "
+        "around a launch from Python, the stream held while the launch is queued (how bench "
+        "and grading time), and a CUDA graph per launch (GPU time only); write "
+        "book/data/clocks_<gpu>.csv.",
+    )
+    cl.add_argument("--no-csv", action="store_true", help="print only; write no data")
+
     t = sub.add_parser(
         "tune",
         help="search a step's tile parameters on this GPU",
@@ -424,6 +436,16 @@ def _bench(args) -> int:
     return OK
 
 
+def _clocks(args) -> int:
+    from ..measure import clocks
+
+    rows = clocks.measure()
+    print(clocks.table(rows))
+    if not args.no_csv:
+        print(f"wrote {clocks.write_csv(rows)}")
+    return OK
+
+
 def _profile(args) -> int:
     from ..measure import profile
     from ..measure.bench import parse_size
@@ -583,6 +605,7 @@ def main(argv=None) -> int:
         "tune": _tune,
         "profile": _profile,
         "sass": _sass,
+        "clocks": _clocks,
     }[args.command]
     try:
         return run(args)
@@ -598,6 +621,8 @@ def main(argv=None) -> int:
         GraderFault,
         isolation.IsolationUnavailable,
         ProfilerUnavailable,
+        HoldFailed,
+        Noisy,
     ) as e:
         print(f"{args.command}: {e}", file=sys.stderr)
     except OSError as e:

@@ -28,6 +28,7 @@ device's FP32 peak, which no FP32 kernel can reach (autograder.judge.verdicts).
 
 from __future__ import annotations
 
+import math
 import statistics
 from dataclasses import dataclass, field
 from typing import Callable
@@ -152,22 +153,65 @@ def measure(
     return results
 
 
-def repeated_ms(run: Callable[[], object], min_repeats=5, max_repeats=100, target_s=0.5) -> float:
-    """Median time of run() in milliseconds from CUDA events, repeated on the same
-    inputs after a warm-up (for `bench` and `tune`, which compare configurations on
-    warm caches; grading uses `measure`)."""
-    import cupy
+@dataclass
+class Samples:
+    """Repeated timings of one piece of work, in seconds, and what they say together."""
 
-    for _ in range(3):
-        run()
-    start, stop = cupy.cuda.Event(), cupy.cuda.Event()
-    times = []
-    while len(times) < max_repeats:
-        start.record()
-        run()
-        stop.record()
-        stop.synchronize()
-        times.append(cupy.cuda.get_elapsed_time(start, stop))
-        if len(times) >= min_repeats and sum(times) / 1e3 > target_s:
-            break
-    return statistics.median(times)
+    seconds: list[float] = field(default_factory=list)
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.seconds)
+
+    @property
+    def noise(self) -> float:
+        """Relative standard deviation (NVBench's "noise"): stdev / mean."""
+        if len(self.seconds) < 2:
+            return math.inf
+        return statistics.stdev(self.seconds) / statistics.fmean(self.seconds)
+
+    @property
+    def error(self) -> float:
+        """Relative standard error of the mean: how far another run's figure may move."""
+        return self.noise / math.sqrt(len(self.seconds)) if self.seconds else math.inf
+
+    @property
+    def noisy(self) -> bool:
+        """Too noisy to decide anything: a figure that could move by more than NOISY_ERROR
+        in another run (the GPU throttling, or another process on it)."""
+        return self.error > NOISY_ERROR
+
+
+# Sampling until the noise settles, as NVBench's "stdrel" criterion does: at least
+# MIN_SAMPLES, then stop once the mean is known to SETTLED_ERROR, or at MAX_SAMPLES or
+# MAX_SECONDS of samples, whichever comes first.
+MIN_SAMPLES, MAX_SAMPLES, MAX_SECONDS = 10, 200, 2.0
+SETTLED_ERROR, NOISY_ERROR = 0.005, 0.02
+
+
+def sample(runs: dict[str, Callable[[], object]], time_once, warmup: int = 3) -> dict[str, Samples]:
+    """Device time of each run(), sampled in turn (a round robin, so that a change of
+    clocks falls on every run alike) until every run's noise settles. time_once(run)
+    gives one sample's seconds: run.device_clock.DeviceClock.time on a GPU, which
+    keeps the host's launch work out. Warm: each sample finds the cache as the one
+    before left it."""
+    for run in runs.values():
+        for _ in range(warmup):
+            time_once(run)
+    samples = {name: Samples() for name in runs}
+    unsettled = dict(runs)
+    while unsettled:
+        for name, run in list(unsettled.items()):
+            taken = samples[name]
+            taken.seconds.append(time_once(run))
+            n = len(taken.seconds)
+            if n >= MIN_SAMPLES and (
+                taken.error <= SETTLED_ERROR or n >= MAX_SAMPLES or sum(taken.seconds) > MAX_SECONDS
+            ):
+                del unsettled[name]
+    return samples
+
+
+def median_seconds(run: Callable[[], object], time_once) -> float:
+    """The median device time of run(), sampled until its noise settles (see sample)."""
+    return sample({"run": run}, time_once)["run"].median

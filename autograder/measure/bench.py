@@ -1,18 +1,23 @@
-"""How fast is each kernel, next to cuBLAS timed in the same process?
+"""How fast is each kernel, next to cuBLAS timed in the same run?
 
-CUDA events around each launch, a few warm-up launches first, then the median
-of repeated launches on the same inputs (timing.repeated_ms); GFLOP/s as
-timing.gflops counts them. Each kernel's output is verified once, as grading
-verifies every timed launch (timing.Fingerprint), so no wrong kernel gets a
-number. cuBLAS is CuPy's matmul with TF32 off (strict FP32, see gpu.py).
-Results carry the GPU, date and versions, and merge into book/data/bench_<gpu>.csv,
-from which the book draws its plots.
+Every figure is GPU time only: the stream is held while each launch is queued, so
+the host's launch work never lands between the CUDA events
+(autograder.run.device_clock), and warm: the same inputs every sample, the cache as
+the sample before left it. cuBLAS and the kernels are sampled in turn, until each
+one's noise settles (autograder.judge.timing.sample); a figure is the median, with
+its number of samples and its noise. A figure too noisy to decide anything is
+shown as such, never as a number. Each kernel's output is verified
+(timing.Fingerprint), so no wrong kernel gets a number. cuBLAS is CuPy's matmul
+with TF32 off (strict FP32, see gpu.py). Every "% of cuBLAS" is computed from the
+cuBLAS figure of the same run at the same shape, which is the one the tables print
+beside it. Results carry the GPU, date and versions, and merge into
+book/data/bench_<gpu>.csv, from which the book draws its plots.
 """
-
 from __future__ import annotations
 
 import csv
 import datetime
+import sys
 from dataclasses import asdict, dataclass, fields, replace
 from functools import partial
 from pathlib import Path
@@ -21,7 +26,7 @@ from statistics import geometric_mean
 import numpy as np
 
 from ..judge.checker import ALPHA, SENTINEL
-from ..judge.timing import Fingerprint, gflops, repeated_ms
+from ..judge.timing import NOISY_ERROR, Fingerprint, gflops, sample
 from ..ladder.registry import DATA_DIR
 from ..run import gpu
 from ..run.kernel import KernelSpec
@@ -54,6 +59,12 @@ class Row:
     date: str
     cuda: str
     cupy: str
+    # How each figure was sampled: samples taken and noise (relative standard
+    # deviation), for the kernel and for cuBLAS beside it.
+    samples: int
+    noise_pct: float
+    cublas_samples: int
+    cublas_noise_pct: float
 
 
 def parse_size(text: str) -> tuple[int, int, int]:
@@ -70,15 +81,22 @@ def parse_size(text: str) -> tuple[int, int, int]:
     return tuple(values)
 
 
+class Noisy(RuntimeError):
+    """A figure moved too much between samples to be published."""
+
+
 def bench(specs: dict[str, KernelSpec], sizes=DEFAULT_SIZES, progress=True) -> list[Row]:
-    """Time every kernel and cuBLAS on every size. Raises gpu.NoGPU without a GPU."""
+    """Time every kernel and cuBLAS on every size. Raises gpu.NoGPU without a GPU,
+    Noisy when a figure would be too noisy to decide anything."""
     gpu.require("bench")
     import cupy
     from tqdm import tqdm
 
     from ..run.backends import gpu_launcher
+    from ..run.device_clock import DeviceClock
 
     info = gpu.device_info()
+    clock = DeviceClock()
     today = datetime.date.today().isoformat()
     # Step 09 as the dispatcher chooses, not split on every shape as it is graded.
     launches = {
@@ -86,22 +104,35 @@ def bench(specs: dict[str, KernelSpec], sizes=DEFAULT_SIZES, progress=True) -> l
     }
     rng = cupy.random.default_rng()
     rows = []
-    bar = tqdm(total=len(sizes) * (1 + len(specs)), disable=not progress, unit="run", leave=False)
-    for M, N, K in map(parse_size, sizes):
+    for M, N, K in tqdm(list(map(parse_size, sizes)), disable=not progress, unit="shape"):
         A = rng.standard_normal((M, K), dtype=cupy.float32)
         B = rng.standard_normal((K, N), dtype=cupy.float32)
-        C = cupy.zeros((M, N), dtype=cupy.float32)
-        bar.set_description(f"cuBLAS {M}x{N}x{K}")
-        cublas = gflops(M, N, K, repeated_ms(partial(cupy.matmul, A, B, out=C)) / 1e3)
-        bar.update()
+        # An output each: a kernel that writes nothing leaves no product behind.
+        out = {
+            name: cupy.full((M, N), SENTINEL, dtype=cupy.float32) for name in ("cuBLAS", *launches)
+        }
+        runs = {"cuBLAS": partial(cupy.matmul, A, B, out=out["cuBLAS"])}
+        runs |= {
+            name: partial(launch, M, N, K, ALPHA, A, B, 0.0, out[name])
+            for name, launch in launches.items()
+        }
+        samples = sample(runs, clock.time)
         fingerprint = Fingerprint(cupy, A, B, ALPHA, 0.0, np.random.default_rng())
-        for name, launch in launches.items():
-            bar.set_description(f"{name} {M}x{N}x{K}")
-            C.fill(SENTINEL)  # a kernel that writes nothing leaves no product behind
-            rate = gflops(M, N, K, repeated_ms(partial(launch, M, N, K, ALPHA, A, B, 0.0, C)) / 1e3)
-            wrong = fingerprint.problem(cupy, C)
+        for name in launches:
+            wrong = fingerprint.problem(cupy, out[name])
             if wrong:
                 raise RuntimeError(f"{name} computed a wrong product at {M}x{N}x{K}: {wrong}")
+        noisy = [f"{name} ({taken.error:.1%})" for name, taken in samples.items() if taken.noisy]
+        if noisy:
+            raise Noisy(
+                f"at {M}x{N}x{K} the figures of {', '.join(noisy)} could move by more than "
+                f"{NOISY_ERROR:.0%} in another run (is the GPU throttling, or shared?): "
+                "not published; run again on a quiet GPU"
+            )
+        cublas = samples["cuBLAS"]
+        for name in launches:
+            taken = samples[name]
+            rate = gflops(M, N, K, taken.median)
             rows.append(
                 Row(
                     name,
@@ -109,17 +140,19 @@ def bench(specs: dict[str, KernelSpec], sizes=DEFAULT_SIZES, progress=True) -> l
                     N,
                     K,
                     round(rate, 1),
-                    round(cublas, 1),
-                    round(100 * rate / cublas, 1),
+                    round(gflops(M, N, K, cublas.median), 1),
+                    round(100 * cublas.median / taken.median, 1),
                     round(100 * rate / info.fp32_peak_gflops, 1),
                     info.name,
                     today,
                     info.cuda,
                     info.cupy,
+                    len(taken.seconds),
+                    round(100 * taken.noise, 2),
+                    len(cublas.seconds),
+                    round(100 * cublas.noise, 2),
                 )
             )
-            bar.update()
-    bar.close()
     return rows
 
 
@@ -148,13 +181,33 @@ def table(rows: list[Row]) -> str:
             )
             + f"{f'{peak.pct_peak:.1f}%' if peak else '-':>14}"
         )
-    cublas = [next(r.cublas_gflops for r in rows if (r.M, r.N, r.K) == s) for s in sizes]
+    cublas = [cublas_at(rows, s) for s in sizes]
     lines.append(f"{'cuBLAS':<20}" + "".join(f"{c:>{width}.0f}" for c in cublas))
-    if len({(r.M, r.N, r.K, r.cublas_gflops) for r in rows}) > len(sizes):
-        # Rows merged from several runs: each % is against its own run's cuBLAS.
-        lines.append("(rows from several runs: each % is against cuBLAS in its own run;")
-        lines.append(" the cuBLAS line is the first row's run)")
+    lines.append(sampling(rows))
     return "\n".join(lines)
+
+
+def cublas_at(rows: list[Row], size: tuple[int, int, int]) -> float:
+    """The one cuBLAS figure at a shape, which every % of cuBLAS there is computed from."""
+    found = {r.cublas_gflops for r in rows if (r.M, r.N, r.K) == size}
+    if len(found) != 1:
+        raise ValueError(
+            f"rows of several runs at {'x'.join(map(str, size))} (cuBLAS {sorted(found)}): "
+            "a % of cuBLAS must be computed from the cuBLAS figure printed beside it"
+        )
+    return found.pop()
+
+
+def sampling(rows: list[Row]) -> str:
+    """How the figures of a table were taken, with their spread, in one line."""
+    counts = [n for r in rows for n in (r.samples, r.cublas_samples)]
+    noise = max(rows, key=lambda r: max(r.noise_pct, r.cublas_noise_pct))
+    return (
+        f"GPU time only, warm; medians of {min(counts)}-{max(counts)} samples each; "
+        f"noise (stdev/mean) at most {max(noise.noise_pct, noise.cublas_noise_pct):.1f}% "
+        f"({noise.kernel if noise.noise_pct >= noise.cublas_noise_pct else 'cuBLAS'} at "
+        f"{noise.M}x{noise.N}x{noise.K})"
+    )
 
 
 def sweep_sizes() -> list[str]:
@@ -177,7 +230,7 @@ def sweep_table(rows: list[Row]) -> str:
             found = [cell.get((k, size)) for k in kernels]
             if not any(found):
                 continue
-            cublas = next(c.cublas_gflops for c in found if c)
+            cublas = cublas_at(rows, size)
             lines.append(
                 f"{group:<10}{'x'.join(map(str, size)):<18}"
                 + "".join(f"{f'{c.pct_cublas:.1f}' if c else '-':>{width}}" for c in found)
@@ -186,6 +239,7 @@ def sweep_table(rows: list[Row]) -> str:
     for label, summary in (("geomean", geometric_mean), ("minimum", min)):
         values = [[r.pct_cublas for r in rows if r.kernel == k] for k in kernels]
         lines.append(f"{label:<28}" + "".join(f"{summary(v):>{width}.1f}" for v in values))
+    lines.append(sampling(rows))
     return "\n".join(lines)
 
 
@@ -200,9 +254,21 @@ def default_csv_path(rows: list[Row], kind: str = "bench") -> Path:
 
 
 def write_csv(rows: list[Row], path: Path) -> Path:
-    """Merge rows into path: a new measurement replaces the old one of the same kernel and shape."""
+    """Merge rows into path. A shape measured now replaces every old row at that shape,
+    so that all the rows of a shape share one run's cuBLAS; the kernels whose rows go
+    are named on stderr, to be measured again."""
     path = Path(path)
-    kept = {(r.kernel, r.M, r.N, r.K): r for r in (read_csv(path) if path.exists() else [])}
+    measured = {(r.M, r.N, r.K) for r in rows}
+    old = read_csv(path) if path.exists() else []
+    kept = {(r.kernel, r.M, r.N, r.K): r for r in old if (r.M, r.N, r.K) not in measured}
+    dropped = {(r.kernel, r.M, r.N, r.K) for r in old} - {(r.kernel, r.M, r.N, r.K) for r in rows}
+    dropped -= set(kept)
+    if dropped:
+        print(
+            f"{path.name}: dropped the older rows of {', '.join(sorted({d[0] for d in dropped}))} "
+            "at the shapes measured now (one cuBLAS run per shape); measure them with these",
+            file=sys.stderr,
+        )
     kept.update({(r.kernel, r.M, r.N, r.K): r for r in rows})
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", newline="") as f:

@@ -35,7 +35,7 @@ from functools import partial
 from pathlib import Path
 
 from ..isolate.child import Child, Died, Hung
-from ..judge.timing import gflops, repeated_ms
+from ..judge.timing import gflops, median_seconds
 from ..ladder import hardware
 from ..ladder.registry import STEPS, Step
 from ..run import compiler, gpu
@@ -194,13 +194,16 @@ def _time_child(conn, specs: list[KernelSpec], size: tuple[int, int, int], seed:
 
     from ..judge import checker
     from ..run.backends import explain_cuda_error, gpu_launcher
+    from ..run.device_clock import DeviceClock
 
     M, N, K = size
     rng = cupy.random.default_rng(seed)
     A = rng.standard_normal((M, K), dtype=cupy.float32)
     B = rng.standard_normal((K, N), dtype=cupy.float32)
     C = cupy.zeros((M, N), dtype=cupy.float32)
-    conn.send(_Cublas(gflops(M, N, K, repeated_ms(partial(cupy.matmul, A, B, out=C)) / 1e3)))
+    clock = DeviceClock()
+    cublas = median_seconds(partial(cupy.matmul, A, B, out=C), clock.time)
+    conn.send(_Cublas(gflops(M, N, K, cublas)))
     sync = cupy.cuda.Device().synchronize
     for i, spec in enumerate(specs):
         conn.send(_Started(i))
@@ -213,14 +216,14 @@ def _time_child(conn, specs: list[KernelSpec], size: tuple[int, int, int], seed:
             if wrong:
                 conn.send(_Settled(i, "wrong", f"{wrong.label}: {wrong.message}"))
                 continue
-            ms = repeated_ms(partial(launch, M, N, K, 1.0, A, B, 0.0, C))
+            seconds = median_seconds(partial(launch, M, N, K, 1.0, A, B, 0.0, C), clock.time)
         except CompileError as e:
             conn.send(_Settled(i, "does not compile", e.log.splitlines()[0]))
             continue
         except (cupy.cuda.runtime.CUDARuntimeError, cupy.cuda.driver.CUDADriverError) as e:
             conn.send(_Settled(i, "crashed", explain_cuda_error(e)))
             return  # the CUDA context is gone: a fresh child takes the rest
-        conn.send(_Settled(i, "timed", "", gflops(M, N, K, ms / 1e3)))
+        conn.send(_Settled(i, "timed", "", gflops(M, N, K, seconds)))
     conn.send(None)  # done
 
 

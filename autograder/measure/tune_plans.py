@@ -144,11 +144,13 @@ def run(progress: bool = True) -> tuple[Table, list[Timing]]:
     from tqdm import tqdm
 
     from ..judge.checker import ALPHA, SENTINEL
-    from ..judge.timing import Fingerprint, gflops, repeated_ms
+    from ..judge.timing import Fingerprint, gflops, median_seconds
     from ..run.backends import gpu_launcher
+    from ..run.device_clock import DeviceClock
     from ..run.kernel import KernelSpec
 
     info = gpu.device_info()
+    clock = DeviceClock()
     spec = replace(KernelSpec.from_step(registry.step("09")), split_every_case=False)
     chosen: dict[str, Plan] = {}
     launch = gpu_launcher(spec, choose=lambda M, N, K: chosen["plan"])
@@ -167,7 +169,7 @@ def run(progress: bool = True) -> tuple[Table, list[Timing]]:
 
     def time_cublas(shape):
         A, B, C, _ = arrays(shape)
-        return gflops(*shape, repeated_ms(partial(cupy.matmul, A, B, out=C)) / 1e3)
+        return gflops(*shape, median_seconds(partial(cupy.matmul, A, B, out=C), clock.time))
 
     runs = {(shape, plan) for cls in classes() for _, shape, plan in trials(cls, info.sms)}
     bar = tqdm(total=len(runs), disable=not progress, unit="run")
@@ -177,9 +179,9 @@ def run(progress: bool = True) -> tuple[Table, list[Timing]]:
         chosen["plan"] = plan
         bar.set_description(f"{plan} at {'x'.join(map(str, shape))}")
         C.fill(SENTINEL)  # a plan that writes nothing leaves no product behind
-        ms = repeated_ms(partial(launch, *shape, ALPHA, A, B, 0.0, C))
+        seconds = median_seconds(partial(launch, *shape, ALPHA, A, B, 0.0, C), clock.time)
         bar.update()
-        return round(gflops(*shape, ms / 1e3), 1), fingerprint.problem(cupy, C) or ""
+        return round(gflops(*shape, seconds), 1), fingerprint.problem(cupy, C) or ""
 
     plans, timings = search(info.sms, time_plan, time_cublas)
     bar.close()

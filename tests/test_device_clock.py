@@ -1,0 +1,76 @@
+"""GPU time only (autograder/run/device_clock.py, autograder/judge/timing.py): samples
+taken in turn until their noise settles, and on a GPU, no host launch work inside."""
+
+import statistics
+from functools import partial
+
+import pytest
+
+from autograder.judge import timing
+from autograder.judge.timing import Samples, sample
+from autograder.measure import clocks
+
+pytestmark = pytest.mark.quick
+
+
+def fake_clock(times: dict):
+    """time_once for runs that are names: each call returns the next of its times."""
+    taken = {name: iter(values) for name, values in times.items()}
+    calls = []
+
+    def time_once(run):
+        calls.append(run)
+        return next(taken[run])
+
+    return time_once, calls
+
+
+def test_runs_are_sampled_in_turn_until_each_settles():
+    steady = [1e-3] * 300
+    jumpy = [1.0e-3, 1.06e-3] * 150
+    time_once, calls = fake_clock({"steady": steady, "jumpy": jumpy})
+    samples = sample({"steady": "steady", "jumpy": "jumpy"}, time_once, warmup=1)
+    assert len(samples["steady"].seconds) == timing.MIN_SAMPLES  # no noise: settled at once
+    assert timing.MIN_SAMPLES < len(samples["jumpy"].seconds) < timing.MAX_SAMPLES
+    assert samples["jumpy"].error <= timing.SETTLED_ERROR
+    # Round robin: the two alternate while both are unsettled (after one warm-up each).
+    assert calls[2:6] == ["steady", "jumpy", "steady", "jumpy"]
+
+
+def test_a_figure_that_never_settles_is_noisy_and_stops_at_the_sample_limit():
+    wild = [1e-6, 1e-4] * 300
+    time_once, _ = fake_clock({"wild": wild})
+    samples = sample({"wild": "wild"}, time_once, warmup=0)["wild"]
+    assert len(samples.seconds) == timing.MAX_SAMPLES and samples.noisy
+
+
+def test_samples_report_median_noise_and_standard_error():
+    s = Samples([1.0, 2.0, 3.0, 4.0])
+    assert s.median == 2.5
+    assert s.noise == pytest.approx(statistics.stdev(s.seconds) / 2.5)
+    assert s.error == pytest.approx(s.noise / 2)
+
+
+@pytest.mark.gpu
+def test_the_device_clock_keeps_the_hosts_launch_work_out():
+    """An empty kernel and cuBLAS at 128^3 measure within a few µs of their GPU-only
+    time: the per-launch time of 100 launches queued back to back, where the host's
+    work cannot be. (A test of the measurement, not of any kernel's speed.)"""
+    import cupy
+
+    from autograder.run.device_clock import DeviceClock
+
+    clock = DeviceClock()
+    empty = cupy.RawKernel('extern "C" __global__ void empty() {}', "empty")
+    A = cupy.random.standard_normal((128, 128), dtype=cupy.float32)
+    B = cupy.random.standard_normal((128, 128), dtype=cupy.float32)
+    C = cupy.empty_like(A)
+    for name, run in {
+        "an empty kernel": partial(empty, (1,), (1,), ()),
+        "cuBLAS at 128^3": partial(cupy.matmul, A, B, out=C),
+    }.items():
+        held = timing.median_seconds(run, clock.time)
+        batched = clocks.seconds_per_launch_in_a_batch(run, clock)
+        assert abs(held - batched) < 3e-6, (
+            f"{name}: {held * 1e6:.1f} µs held, {batched * 1e6:.1f} µs per launch in a batch"
+        )
