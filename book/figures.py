@@ -59,6 +59,17 @@ def clock_table():
         print(clocks.table(clocks.read_csv(path)))
 
 
+def clock_row(work: str):
+    """One row of the committed `clocks` measurement (the first GPU's)."""
+    from autograder.measure import clocks
+
+    for path in sorted(DATA.glob("clocks_*.csv")):
+        for row in clocks.read_csv(path):
+            if row.work == work:
+                return row
+    raise KeyError(f"no row {work!r} in book/data/clocks_*.csv: `python -m autograder clocks`")
+
+
 def provenance(rows: list[bench.Row]) -> str:
     first = rows[0]
     return (

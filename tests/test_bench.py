@@ -119,3 +119,27 @@ def test_the_sweep_table_shows_each_kernels_geometric_mean_and_minimum():
     assert f"geomean{'':<21}{geomean:>16.1f}{100.0:>16.1f}" in text, text
     assert f"minimum{'':<21}{50.0:>16.1f}{100.0:>16.1f}" in text, text
     assert "square    128x128x128" in text and "-" in text  # b did not run 256
+
+
+KINDS = ("bench", "sweep", "beyond", "ablation")
+COMMITTED = sorted(p for kind in KINDS for p in bench.DATA_DIR.glob(f"{kind}_*.csv"))
+
+
+@pytest.mark.parametrize("path", COMMITTED, ids=lambda p: p.name)
+def test_every_committed_percentage_is_computed_from_the_cublas_figure_beside_it(path):
+    rows = bench.read_csv(path)
+    for r in rows:
+        assert abs(r.pct_cublas - 100 * r.gflops / r.cublas_gflops) <= 0.06, r
+        bench.cublas_at(rows, (r.M, r.N, r.K))  # one cuBLAS run per shape
+        assert r.samples >= 10 and r.cublas_samples >= 10, r
+
+
+@pytest.mark.parametrize("path", sorted(bench.DATA_DIR.glob("sweep_*.csv")), ids=lambda p: p.name)
+def test_choosing_by_shape_never_loses_to_a_kernel_it_could_have_run(path):
+    """On every shape of a committed sweep, step 09 reaches 97% of the better of steps
+    07 and 08, timed in the same run."""
+    rows = bench.read_csv(path)
+    rate = {(r.kernel, r.M, r.N, r.K): r.gflops for r in rows}
+    for M, N, K in {(r.M, r.N, r.K) for r in rows}:
+        best = max(rate[k, M, N, K] for k in ("07_warptiling", "08_pipelining"))
+        assert rate["09_by_shape", M, N, K] >= 0.97 * best, (M, N, K)

@@ -383,6 +383,7 @@ def test_the_pytest_autograder_without_a_submission_skips_with_the_reason():
 
 @pytest.mark.gpu
 def test_the_planted_class_grades_to_the_points_it_must_score_on_a_gpu(tmp_path):
+    pytest.importorskip("nbformat", reason="nbformat is not installed (the class has notebooks)")
     expected = write_class(tmp_path / "class")
     out = tmp_path / "grades.csv"
     result = grade(tmp_path / "class", "--assignment", "05", "--gpus", "0", "--out", out, "--quiet")

@@ -202,8 +202,9 @@ def sampling(rows: list[Row]) -> str:
     """How the figures of a table were taken, with their spread, in one line."""
     counts = [n for r in rows for n in (r.samples, r.cublas_samples)]
     noise = max(rows, key=lambda r: max(r.noise_pct, r.cublas_noise_pct))
+    many = f"{min(counts)}" if min(counts) == max(counts) else f"{min(counts)}-{max(counts)}"
     return (
-        f"GPU time only, warm; medians of {min(counts)}-{max(counts)} samples each; "
+        f"GPU time only, warm; medians of {many} samples each; "
         f"noise (stdev/mean) at most {max(noise.noise_pct, noise.cublas_noise_pct):.1f}% "
         f"({noise.kernel if noise.noise_pct >= noise.cublas_noise_pct else 'cuBLAS'} at "
         f"{noise.M}x{noise.N}x{noise.K})"

@@ -18,11 +18,13 @@ with no speed to choose for, runs every tile shape in turn (`in_turn`).
 from __future__ import annotations
 
 import bisect
+import functools
 import json
 import math
 import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from ..ladder import registry
@@ -238,14 +240,17 @@ def in_turn(M: int, N: int, K: int) -> Plan:
 
 
 def chooser(gpu_name: str, sms: int) -> Callable[[int, int, int], Plan]:
-    """choose(M, N, K) for this GPU: from its measured table, else by rule of thumb."""
+    """choose(M, N, K) for this GPU: from its measured table, else by rule of thumb.
+    A shape's plan is worked out once and kept: working it out takes tens of µs of
+    Python, longer than a small product takes on the GPU."""
     path = table_path(gpu_name)
+    choose = partial(rule_of_thumb, sms=sms)
     if path.exists():
         try:
-            return Table.from_json(path.read_text()).choose
+            choose = Table.from_json(path.read_text()).choose
         except (ValueError, KeyError) as e:  # a table from an older version of by_shape
             warnings.warn(f"{path}: {e}; step 09 chooses by rule of thumb instead", stacklevel=2)
-    return lambda M, N, K: rule_of_thumb(M, N, K, sms)
+    return functools.lru_cache(maxsize=4096)(choose)
 
 
 # ---- the GEMM built around a reduction kernel ----------------------------------------------
