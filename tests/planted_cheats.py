@@ -9,6 +9,8 @@ beside them keeps its verdict.
 """
 
 
+import numpy as np
+
 from autograder import KernelSpec
 from autograder.ladder import registry
 from autograder.run.kernel import substituted
@@ -20,6 +22,12 @@ _BODY = "  const int blockCol = blockIdx.x * BN;\n"
 _K_LOOP = "for (int k0 = 0; k0 < K; k0 += BK) {"
 _STORE = "        C[row * N + col] = alpha * acc[m][n] + beta * C[row * N + col];\n"
 _KERNEL = "// [docs:kernel]\n"
+
+
+def tf32(x: np.ndarray) -> np.ndarray:
+    """x rounded to TF32 (10 mantissa bits), to nearest, ties away from zero."""
+    bits = x.astype(np.float32).view(np.uint32)
+    return ((bits + np.uint32(0x1000)) & np.uint32(0xFFFFE000)).view(np.float32)
 
 
 def _edit(*substitutions: tuple[str, str]) -> KernelSpec:
