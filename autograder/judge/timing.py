@@ -118,8 +118,8 @@ class ExactSample:
 
     Why so few: the values and their tolerances cost 4 SAMPLED (M + N) K float64
     flops, against the product's 2 M N K: 3% at 2048^3, and on the grader's time,
-    outside the launch's timing. Why enough: they are R N + M C - R C elements of C
-    (R, C sampled rows and columns; 65,280 of 4.2 million at 2048^2, 2,560 of 7,680
+    outside the launch's timing. Why enough: r sampled rows and c sampled columns are
+    r N + M c - r c elements of C (65,280 of 4.2 million at 2048^2, 2,560 of 7,680
     at 96 x 80), so a kernel wrong on a fraction f of the elements, spread as
     rounding spreads its errors, escapes one launch with probability (1 - f)^65,280
     and all 22 verified launches with (1 - f)^(22 x 65,280): 6 x 10^-7 for f = 10^-5,
@@ -158,12 +158,15 @@ class ExactSample:
         ratio[np.isnan(ratio)] = np.inf
         i, j = np.unravel_index(np.argmax(ratio), ratio.shape)
         r = self.input_roundoff
-        exact = f"exact to FP32 on inputs rounded by {r:.2g}" if r else "FP32-exact"
+        exact, rounds = (
+            (f"exact to FP32 on inputs rounded by {r:.2g}", "rounds its inputs further")
+            if r
+            else ("FP32-exact", "rounds its inputs (TF32, FP16)")
+        )
         return (
             f"not {exact}: {(ratio > 1).sum()} of {(ratio >= 0).sum()} sampled elements of C "
             f"are outside the checker's tolerance (the worst {ratio[i, j]:.3g} times it, "
-            f"C[{i}, {j}]): a kernel that rounds its inputs (TF32, FP16) or skips part of K "
-            "earns no speed points"
+            f"C[{i}, {j}]): a kernel that {rounds} or skips part of K earns no speed points"
         )
 
 
