@@ -10,6 +10,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+from planted_cheats import tf32
 
 from autograder import KernelSpec, judge
 from autograder.judge import checker
@@ -98,15 +99,9 @@ def test_cpu_backend_refuses_them_by_name(step):
         judge.check(KernelSpec.from_step(step), shapes=checker.SMALL[:1], backend="cpu")
 
 
-def _tf32(x: np.ndarray) -> np.ndarray:
-    """x rounded to TF32 (10 mantissa bits), to nearest, ties away from zero."""
-    bits = x.astype(np.float32).view(np.uint32)
-    return ((bits + np.uint32(0x1000)) & np.uint32(0xFFFFE000)).view(np.float32)
-
-
 def _tf32_launch(M, N, K, alpha, A, B, beta, C):
     """What a TF32 kernel computes: inputs rounded to TF32, products summed in float."""
-    product = _tf32(A.reshape(M, K)).astype(np.float64) @ _tf32(B.reshape(K, N))
+    product = tf32(A.reshape(M, K)).astype(np.float64) @ tf32(B.reshape(K, N))
     C[:] = (alpha * product + beta * C.reshape(M, N)).astype(np.float32).ravel()
 
 

@@ -1,10 +1,17 @@
 """On a GPU: the speed test, exactly as the notebooks, `grade` and pytest run it
 (autograder.judge.verdicts.evaluate at grading.json's size), turns every planted cheat
-away with its reason, while the honest reference and a slow but correct kernel
-keep their verdicts."""
+away with its reason, while the honest reference, a slow but correct kernel and
+an honest 3xTF32 kernel keep their verdicts."""
 
 import pytest
-from planted_cheats import WRONG_WHEN_TIMED, cheats, honest
+from planted_cheats import (
+    NOT_FP32_EXACT,
+    WRONG_WHEN_TIMED,
+    cheats,
+    honest,
+    precision_cheats,
+    three_tf32,
+)
 from planted_class import STEP, kernel_source
 
 from autograder.judge import verdicts
@@ -24,6 +31,22 @@ def test_a_cheat_scores_no_speed_points(cheat):
     verdict = speed(cheats(*SIZE)[cheat])
     print(f"\n{cheat}: {verdict.message}")
     assert not verdict.passed and WRONG_WHEN_TIMED in verdict.message
+
+
+@pytest.mark.parametrize("cheat", precision_cheats(*SIZE), ids=str)
+def test_a_cheat_that_rounds_its_inputs_scores_no_speed_points_for_not_being_fp32_exact(cheat):
+    """At 2048^3 Freivalds' check lets these through: the exact sample catches them."""
+    verdict = speed(precision_cheats(*SIZE)[cheat])
+    print(f"\n{cheat}: {verdict.message}")
+    assert not verdict.passed and WRONG_WHEN_TIMED in verdict.message
+    assert NOT_FP32_EXACT in verdict.message
+
+
+def test_three_tf32_has_every_timed_launch_verified():
+    """Slower than step 05, so it may miss the minimum; but its output is never rejected."""
+    verdict = speed(three_tf32())
+    print(f"\n3xTF32: {verdict.message}")
+    assert "verified launches on fresh inputs" in verdict.message
 
 
 def test_the_honest_reference_is_fast_enough_in_verified_launches():

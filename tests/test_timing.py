@@ -1,21 +1,35 @@
 """The speed test believes only verified launches (autograder/judge/timing.py): on the CPU
 backend, in CI, every planted cheat (tests/planted_cheats.py) is caught by the same
-protocol that grades on a GPU, and the honest kernel's launches all count."""
+protocol that grades on a GPU, and the honest kernels' launches all count."""
+
+from typing import ClassVar
 
 import numpy as np
 import pytest
-from planted_cheats import WRONG_WHEN_TIMED, cheats, honest
+from planted_cheats import (
+    NOT_FP32_EXACT,
+    WRONG_WHEN_TIMED,
+    cheats,
+    honest,
+    precision_cheats,
+    tf32,
+    three_tf32,
+)
 
 from autograder import judge
 from autograder.judge import checker, timing, verdicts
-from autograder.judge.timing import Fingerprint, Measurement
+from autograder.judge.timing import ExactSample, Fingerprint, Measurement
 from autograder.ladder import registry
 
 SIZE = (96, 80, 40)  # a timed size the cheats aim at; small, so the CPU is quick
+# Where Freivalds' check lets inputs rounded to TF32 through, as at 2048^3 (at SIZE,
+# their errors are too large to cancel in a row), and the exact sample has to catch
+# them: K long enough, N wide enough.
+PRECISION_SIZE = (128, 256, 2048)
 
 
-def timed_on_cpu(spec, repeats=4):
-    job = judge.Job(spec, "cpu", (judge.Time(SIZE, honest(), repeats),), checker.fresh_seed())
+def timed_on_cpu(spec, size=SIZE, repeats=4):
+    job = judge.Job(spec, "cpu", (judge.Time(size, honest(), repeats),), checker.fresh_seed())
     return judge.run(job, case_timeout_s=10)
 
 
@@ -36,9 +50,33 @@ def test_a_cheat_scores_no_speed_and_is_told_its_output_was_wrong(cheat):
     assert not speed.passed and WRONG_WHEN_TIMED in speed.message, speed.message
 
 
+@pytest.mark.parametrize("cheat", precision_cheats(*PRECISION_SIZE), ids=str)
+def test_a_cheat_that_rounds_its_inputs_scores_no_speed_for_not_being_fp32_exact(cheat):
+    outcome = timed_on_cpu(precision_cheats(*PRECISION_SIZE)[cheat], PRECISION_SIZE)
+    (results,) = outcome.measurements
+    assert NOT_FP32_EXACT in results["yours"].wrong and not results["reference"].wrong
+    speed = verdicts.judge_speed(outcome, registry.step("05"), verdicts.grading_config())
+    assert not speed.passed and WRONG_WHEN_TIMED in speed.message, speed.message
+
+
+def test_three_tf32_has_no_timed_launch_rejected_nor_has_the_reference_beside_it():
+    """It multiplies TF32 parts only, yet sums them to FP32 accuracy: it is honest.
+    (The reference, timed beside every cheat above too, is step 05 itself.)"""
+    outcome = timed_on_cpu(three_tf32(), PRECISION_SIZE, repeats=1)
+    (results,) = outcome.measurements
+    for kernel in ("yours", "reference"):
+        assert results[kernel].wrong == "" and len(results[kernel].seconds) == 1
+
+
+def test_three_tf32_passes_the_checker_where_a_kernel_must_before_it_is_timed():
+    report = judge.check(three_tf32(), shapes=verdicts.WHOLE_TILES, backend="cpu")
+    assert report.ok, str(report)
+
+
 def test_every_cheat_is_right_where_the_checker_looks():
     """They pass the correctness suites: only verifying the timed launches catches them."""
-    for name, spec in cheats(*SIZE).items():
+    every = {**cheats(*SIZE), **precision_cheats(*PRECISION_SIZE)}
+    for name, spec in every.items():
         report = judge.check(spec, shapes=verdicts.WHOLE_TILES, backend="cpu")
         assert report.ok, f"{name}: {report}"
 
@@ -93,6 +131,74 @@ def test_the_fingerprint_keeps_nothing_a_kernel_could_read_back():
     spy = Spy()
     Fingerprint(spy, A, B, 1.0, 0.0, rng)
     assert spy.seen and all(not array.any() for array in spy.seen)  # X's copy was zeroed
+
+
+def test_freivalds_check_alone_passes_a_product_of_inputs_rounded_to_tf32():
+    """The exact sample is what catches it: the rounding errors cancel in each row's sum."""
+    rng = np.random.default_rng(3)
+    M, N, K = PRECISION_SIZE
+    A = rng.standard_normal((M, K), dtype=np.float32)
+    B = rng.standard_normal((K, N), dtype=np.float32)
+    fingerprint = Fingerprint(np, A, B, checker.ALPHA, 0.0, rng)
+    sample = ExactSample(np, A, B, checker.ALPHA, 0.0, rng)
+    C = (checker.ALPHA * (tf32(A).astype(np.float64) @ tf32(B))).astype(np.float32)
+    assert fingerprint.problem(np, C) == ""
+    assert sample.problem(np, C).startswith(f"{NOT_FP32_EXACT}: ")
+    # ... as the checker's tolerance for inputs rounded to TF32 allows.
+    for_tf32 = ExactSample(np, A, B, checker.ALPHA, registry.TF32_INPUT_ROUNDOFF, rng)
+    assert for_tf32.problem(np, C) == ""
+
+
+def test_the_exact_sample_never_fails_a_product_rounded_as_a_kernel_rounds_it():
+    """float32 products summed in the worst order the checker allows still match,
+    and one element of a sampled row off by one is named, counted once."""
+    rng = np.random.default_rng(7)
+    for M, N, K in ((1, 1, 1), (33, 17, 513), (64, 48, 2048)):
+        A = rng.standard_normal((M, K), dtype=np.float32)
+        B = rng.standard_normal((K, N), dtype=np.float32)
+        sample = ExactSample(np, A, B, checker.ALPHA, 0.0, rng)
+        C = (
+            np.float32(checker.ALPHA)
+            * np.cumsum(A[:, :, None] * B[None, :, :], axis=1, dtype=np.float32)[:, -1, :]
+        )  # sequential float32 sums: the loosest rounding a kernel has
+        assert sample.problem(np, C) == ""
+        i, j = sample.rows[-1], sample.columns[0]  # in a sampled row and a sampled column
+        C[i, j] += 1.0
+        rows, columns = len(sample.rows), len(sample.columns)
+        sampled = rows * N + M * columns - rows * columns
+        problem = sample.problem(np, C)
+        assert f"{NOT_FP32_EXACT}: 1 of {sampled} sampled elements of C" in problem
+        assert f"C[{i}, {j}])" in problem
+
+
+def test_the_exact_sample_keeps_nothing_a_kernel_could_read_back():
+    """Every array it makes on the device, from the inputs or from the rows and columns
+    it draws, is zeroed: neither the exact values nor which elements are checked stay."""
+
+    class Kept(np.ndarray):
+        """An array that remembers every array made from it (copies, products, slices)."""
+
+        made: ClassVar[list] = []
+
+        def __array_finalize__(self, source):
+            self.made.append(self)
+
+    class Device:
+        """numpy, with every array it hands out remembered."""
+
+        def __getattr__(self, name):
+            return getattr(np, name)
+
+        def array(self, x):
+            return np.array(x).view(Kept)
+
+    rng = np.random.default_rng(1)
+    A = rng.standard_normal((40, 24), dtype=np.float32).view(Kept)
+    B = rng.standard_normal((24, 32), dtype=np.float32).view(Kept)
+    Kept.made.clear()
+    ExactSample(Device(), A, B, 1.0, 0.0, rng)
+    made = [a for a in Kept.made if not (np.shares_memory(a, A) or np.shares_memory(a, B))]
+    assert len(made) >= 8 and not any(a.any() for a in made)
 
 
 def test_gflops_counts_two_operations_per_multiply_add():

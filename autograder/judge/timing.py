@@ -21,6 +21,12 @@ launch for launch in turn, so that both see the same GPU clocks):
   fail it; a kernel that skips or fakes part of its work fails it with
   overwhelming probability (a wrong row misses by about sqrt(N) times its
   error, against a bound that grows with the rounding error only).
+- Freivalds' check sums each row, and errors of random sign cancel in the sum:
+  a product of inputs rounded to TF32 or FP16 passes it at 2048^3, though most
+  of its elements are outside the FP32 tolerance. So whole rows and columns of
+  C, drawn at random before the launch, are also compared element by element
+  with the exact product (ExactSample), within the checker's own per-element
+  tolerance: a kernel that passes the checker passes this too.
 
 A kernel whose timed output was wrong gets no speed; so does a rate above the
 device's FP32 peak, which no FP32 kernel can reach (autograder.judge.verdicts).
@@ -36,10 +42,11 @@ from typing import Callable
 import numpy as np
 
 from ..run.backends import KernelFault
-from .checker import ALPHA, SENTINEL, tolerance_factor
+from .checker import ALPHA, SENTINEL, elementwise_tolerance, tolerance_factor
 
 WARMUP, REPEATS = 2, 20
 PROBES = 8  # columns of Freivalds' X: each one is an independent chance to catch a wrong row
+SAMPLED = 16  # rows, and columns, of C that each verified launch compares element by element
 
 
 def gflops(M: int, N: int, K: int, seconds: float) -> float:
@@ -106,6 +113,64 @@ class Fingerprint:
         )
 
 
+class ExactSample:
+    """The exact values of SAMPLED whole rows and SAMPLED whole columns of C, drawn at
+    random, and the checker's tolerance for each, kept in host memory.
+
+    Why so few: the values and their tolerances cost 4 SAMPLED (M + N) K float64
+    flops, against the product's 2 M N K: 3% at 2048^3, and on the grader's time,
+    outside the launch's timing. Why enough: r sampled rows and c sampled columns are
+    r N + M c - r c elements of C (65,280 of 4.2 million at 2048^2, 2,560 of 7,680
+    at 96 x 80), so a kernel wrong on a fraction f of the elements, spread as
+    rounding spreads its errors, escapes one launch with probability (1 - f)^65,280
+    and all 22 verified launches with (1 - f)^(22 x 65,280): 6 x 10^-7 for f = 10^-5,
+    about 40 wrong elements. Inputs rounded to TF32 put more than half of C outside
+    the FP32 tolerance at 2048^3; errors too large to cancel in a row, however few,
+    are Freivalds' to catch.
+    """
+
+    def __init__(self, xp, A, B, alpha: float, input_roundoff: float, rng: np.random.Generator):
+        M, N = A.shape[0], B.shape[1]
+        self.rows = np.sort(rng.choice(M, min(SAMPLED, M), replace=False))
+        self.columns = np.sort(rng.choice(N, min(SAMPLED, N), replace=False))
+        self.input_roundoff = input_roundoff
+        rows, columns = xp.array(self.rows), xp.array(self.columns)  # copies, zeroed below
+        A64, B64 = A.astype(xp.float64), B.astype(xp.float64)
+        A_rows, B_columns = A64[rows], B64[:, columns]
+        along_rows, along_columns = A_rows @ B64, A64 @ B_columns
+        along_rows *= alpha  # in place: no unscaled copy of C's values is left behind
+        along_columns *= alpha
+        row_tolerance = elementwise_tolerance(xp, A_rows, B64, alpha, input_roundoff)
+        column_tolerance = elementwise_tolerance(xp, A64, B_columns, alpha, input_roundoff)
+        self.expected = _host(along_rows), _host(along_columns)
+        self.tolerance = _host(row_tolerance), _host(column_tolerance)
+        temporaries = (rows, columns, A64, B64, A_rows, B_columns, along_rows, along_columns)
+        for temporary in temporaries + (row_tolerance, column_tolerance):
+            temporary.fill(0)  # which elements are checked, and their values: none left
+
+    def problem(self, xp, C) -> str:
+        """'' when every sampled element of C is within its tolerance, else how many are not."""
+        got = _host(C[xp.asarray(self.rows)]), _host(C[:, xp.asarray(self.columns)])
+        ratios = [np.abs(g - e) / t for g, e, t in zip(got, self.expected, self.tolerance)]
+        if all(r.max() <= 1 for r in ratios):  # NaN is never <= 1
+            return ""
+        ratio = np.full(C.shape, -1.0)  # |C - exact| / tolerance where sampled
+        ratio[self.rows], ratio[:, self.columns] = ratios
+        ratio[np.isnan(ratio)] = np.inf
+        i, j = np.unravel_index(np.argmax(ratio), ratio.shape)
+        r = self.input_roundoff
+        exact, rounds = (
+            (f"exact to FP32 on inputs rounded by {r:.2g}", "rounds its inputs further")
+            if r
+            else ("FP32-exact", "rounds its inputs (TF32, FP16)")
+        )
+        return (
+            f"not {exact}: {(ratio > 1).sum()} of {(ratio >= 0).sum()} sampled elements of C "
+            f"are outside the checker's tolerance (the worst {ratio[i, j]:.3g} times it, "
+            f"C[{i}, {j}]): a kernel that {rounds} or skips part of K earns no speed points"
+        )
+
+
 def _host(array) -> np.ndarray:
     """A copy in host memory (a copy on the CPU too: the device's array is zeroed next)."""
     return array.get() if hasattr(array, "get") else np.array(array)
@@ -137,6 +202,7 @@ def measure(
             A = device_rng.standard_normal((M, K), dtype=xp.float32)
             B = device_rng.standard_normal((K, N), dtype=xp.float32)
             fingerprint = Fingerprint(xp, A, B, ALPHA, input_roundoff, host_rng)
+            sample = ExactSample(xp, A, B, ALPHA, input_roundoff, host_rng)
             C.fill(SENTINEL)  # finite: beta = 0 lets a kernel read C (0 * C = 0)
             backend.flush_caches()
             announce(TimedLaunch(name, index))
@@ -145,7 +211,7 @@ def measure(
             except KernelFault as fault:  # the CPU backend caught a bad access
                 wrong = str(fault)
             else:
-                wrong = fingerprint.problem(xp, C)
+                wrong = fingerprint.problem(xp, C) or sample.problem(xp, C)
             if wrong:
                 result.wrong = f"launch {index + 1} of {WARMUP + repeats}: {wrong}"
             elif index >= WARMUP:
