@@ -203,7 +203,8 @@ def test_the_ablation_table_gives_each_tricks_worth_from_the_committed_rows(tmp_
 
     def row(kernel, gflops):
         return bench.Row(kernel, 4096, 4096, 4096, gflops, 50000.0, 100 * gflops / 50000.0,
-                         0.0, "Test GPU", "2026-11-23", "13.2", "14.2.0", 10, 0.5, 10, 0.5)  # fmt: skip
+                         0.0, "Test GPU", "2026-11-23", "13.2", "14.2.0",
+                         10, 0.5, 10, 0.5)  # fmt: skip
 
     whole = registry.step(ablation.STEP).name
     rows = [row(whole, 50000.0)] + [row(v.label, 40000.0) for v in ablation.VARIANTS]

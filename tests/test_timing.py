@@ -94,6 +94,24 @@ def test_a_rate_above_the_gpus_fp32_peak_is_rejected():
     assert "more than this GPU's FP32 peak of 66900 GFLOP/s" in speed.message
 
 
+def test_a_gpu_too_noisy_to_decide_is_the_graders_fault_and_not_the_kernels():
+    size = (2048, 2048, 2048)
+    yours = Measurement("yours", size, [1e-3] * 20)
+    throttled = Measurement("reference", size, [1e-3, 2e-3] * 10)  # the reference disagrees
+    outcome = judge.Outcome(
+        checker.Report("k", "gpu", 1), [{"yours": yours, "reference": throttled}]
+    )
+    outcome.peak_gflops, outcome.device_name = 66900.0, "NVIDIA H100 80GB HBM3"
+    with pytest.raises(judge.GraderFault, match="too noisy to decide.*grade again"):
+        verdicts.judge_speed(outcome, registry.step("05"), verdicts.grading_config())
+    # A submission whose own launches vary is judged by its median, as it is.
+    jumpy = Measurement("yours", size, [1e-3, 3e-3] * 10)
+    steady = Measurement("reference", size, [1e-3] * 20)
+    outcome.measurements = [{"yours": jumpy, "reference": steady}]
+    speed = verdicts.judge_speed(outcome, registry.step("05"), verdicts.grading_config())
+    assert "median of 20 verified launches" in speed.message
+
+
 def test_the_fingerprint_never_fails_a_product_rounded_as_a_kernel_rounds_it():
     """float32 products summed in the worst order the checker allows still match."""
     rng = np.random.default_rng(7)

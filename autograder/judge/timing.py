@@ -90,11 +90,17 @@ class Fingerprint:
         X = xp.array(self.X)  # a copy, on the CPU too: it is zeroed below
         A64, B64 = A.astype(xp.float64), B.astype(xp.float64)
         BX = B64 @ X
-        AX = alpha * (A64 @ BX)
-        absBX = xp.abs(B64) @ xp.abs(X)
-        bound = abs(alpha) * tolerance_factor(K, input_roundoff) * (xp.abs(A64) @ absBX)
+        AX = A64 @ BX
+        AX *= alpha
+        absX = xp.abs(X)
+        absBX = xp.abs(B64) @ absX
+        bound = xp.abs(A64) @ absBX
+        bound *= abs(alpha) * tolerance_factor(K, input_roundoff)
         self.expected, self.bound = _host(AX), _host(bound) * 1.01 + 1e-30
-        for temporary in (X, BX, AX):  # nothing the next launch could read back from memory
+        # Nothing the next launch could read back from memory (a kernel may read past
+        # its arrays, into what the memory pool freed): every array that holds X or
+        # says something of it, computed in place so that no unnamed copy is left.
+        for temporary in (X, absX, BX, AX, absBX, bound):
             temporary.fill(0)
 
     def problem(self, xp, C) -> str:
@@ -171,6 +177,21 @@ class ExactSample:
         )
 
 
+class Verifier:
+    """Both checks of an output, taken before the launch: Freivalds' on the whole of C,
+    then the exact sample's per element (FP32-exact work only)."""
+
+    def __init__(self, xp, A, B, alpha: float, input_roundoff: float, rng: np.random.Generator):
+        self.checks = (
+            Fingerprint(xp, A, B, alpha, input_roundoff, rng),
+            ExactSample(xp, A, B, alpha, input_roundoff, rng),
+        )
+
+    def problem(self, xp, C) -> str:
+        """'' when C passes both, else how it fails the first it fails."""
+        return next((said for check in self.checks if (said := check.problem(xp, C))), "")
+
+
 def _host(array) -> np.ndarray:
     """A copy in host memory (a copy on the CPU too: the device's array is zeroed next)."""
     return array.get() if hasattr(array, "get") else np.array(array)
@@ -201,8 +222,7 @@ def measure(
                 continue
             A = device_rng.standard_normal((M, K), dtype=xp.float32)
             B = device_rng.standard_normal((K, N), dtype=xp.float32)
-            fingerprint = Fingerprint(xp, A, B, ALPHA, input_roundoff, host_rng)
-            sample = ExactSample(xp, A, B, ALPHA, input_roundoff, host_rng)
+            verifier = Verifier(xp, A, B, ALPHA, input_roundoff, host_rng)
             C.fill(SENTINEL)  # finite: beta = 0 lets a kernel read C (0 * C = 0)
             backend.flush_caches()
             announce(TimedLaunch(name, index))
@@ -211,7 +231,7 @@ def measure(
             except KernelFault as fault:  # the CPU backend caught a bad access
                 wrong = str(fault)
             else:
-                wrong = fingerprint.problem(xp, C) or sample.problem(xp, C)
+                wrong = verifier.problem(xp, C)
             if wrong:
                 result.wrong = f"launch {index + 1} of {WARMUP + repeats}: {wrong}"
             elif index >= WARMUP:
@@ -244,8 +264,9 @@ class Samples:
     @property
     def noisy(self) -> bool:
         """Too noisy to decide anything: a figure that could move by more than NOISY_ERROR
-        in another run (the GPU throttling, or another process on it)."""
-        return self.error > NOISY_ERROR
+        in another run (the GPU throttling, or another process on it). One sample says
+        nothing of its noise."""
+        return len(self.seconds) > 1 and self.error > NOISY_ERROR
 
 
 # Sampling until the noise settles, as NVBench's "stdrel" criterion does: at least

@@ -19,6 +19,7 @@ from ..run.compiler import CompileError
 from ..run.kernel import KernelSpec
 from .checker import LARGE, MEDIUM, SMALL, Report, Shape, fresh_seed
 from .job import Check, GraderFault, Job, Time, run
+from .timing import Samples
 
 # Shapes every tile of the ladder divides exactly: a kernel can be right here
 # and still wrong at the edges, which is what the "odd" suite is for.
@@ -88,6 +89,17 @@ def judge_speed(outcome, step: registry.Step, config: dict) -> Speed:
                 False,
                 f"a timed launch's output was wrong ({timed['yours'].wrong}): a kernel must "
                 "compute the same product whenever it runs, so the speed test scores zero",
+            )
+    for timed in timings:
+        # The reference is the course's own kernel: if its launches disagree, the GPU
+        # does (throttling, another process on it), and no verdict can be trusted.
+        # A submission's own noise is its own: its median counts as it is.
+        steady = Samples(timed["reference"].seconds)
+        if steady.noisy:
+            raise GraderFault(
+                f"the reference kernel's {len(steady.seconds)} timed launches varied by "
+                f"{steady.noise:.0%} (standard deviation over mean): this GPU is too noisy "
+                "to decide (throttling, or another process on it); grade again on a quiet GPU"
             )
     yours = sorted(t["yours"].gflops for t in timings)
     reference = statistics.median(t["reference"].gflops for t in timings)

@@ -6,8 +6,9 @@ the host's launch work never lands between the CUDA events
 the sample before left it. cuBLAS and the kernels are sampled in turn, until each
 one's noise settles (autograder.judge.timing.sample); a figure is the median, with
 its number of samples and its noise. A figure too noisy to decide anything is
-shown as such, never as a number. Each kernel's output is verified
-(timing.Fingerprint), so no wrong kernel gets a number. cuBLAS is CuPy's matmul
+never published: bench stops and says so. Each kernel's output is verified
+(timing.Verifier: the whole product, and a sample of it element by element), so
+no wrong kernel gets a number. cuBLAS is CuPy's matmul
 with TF32 off (strict FP32, see gpu.py). Every "% of cuBLAS" is computed from the
 cuBLAS figure of the same run at the same shape, which is the one the tables print
 beside it. Results carry the GPU, date and versions, and merge into
@@ -26,7 +27,7 @@ from statistics import geometric_mean
 import numpy as np
 
 from ..judge.checker import ALPHA, SENTINEL
-from ..judge.timing import NOISY_ERROR, Fingerprint, gflops, sample
+from ..judge.timing import NOISY_ERROR, Verifier, gflops, sample
 from ..ladder.registry import DATA_DIR
 from ..run import gpu
 from ..run.kernel import KernelSpec
@@ -117,9 +118,12 @@ def bench(specs: dict[str, KernelSpec], sizes=DEFAULT_SIZES, progress=True) -> l
             for name, launch in launches.items()
         }
         samples = sample(runs, clock.time)
-        fingerprint = Fingerprint(cupy, A, B, ALPHA, 0.0, np.random.default_rng())
-        for name in launches:
-            wrong = fingerprint.problem(cupy, out[name])
+        verifiers = {}  # by how far a step rounds its inputs (TF32: step 11)
+        for name, spec in specs.items():
+            roundoff = spec.input_roundoff
+            if roundoff not in verifiers:
+                verifiers[roundoff] = Verifier(cupy, A, B, ALPHA, roundoff, np.random.default_rng())
+            wrong = verifiers[roundoff].problem(cupy, out[name])
             if wrong:
                 raise RuntimeError(f"{name} computed a wrong product at {M}x{N}x{K}: {wrong}")
         noisy = [f"{name} ({taken.error:.1%})" for name, taken in samples.items() if taken.noisy]

@@ -144,7 +144,7 @@ def run(progress: bool = True) -> tuple[Table, list[Timing]]:
     from tqdm import tqdm
 
     from ..judge.checker import ALPHA, SENTINEL
-    from ..judge.timing import Fingerprint, gflops, median_seconds
+    from ..judge.timing import Verifier, gflops, median_seconds
     from ..run.backends import gpu_launcher
     from ..run.device_clock import DeviceClock
     from ..run.kernel import KernelSpec
@@ -164,7 +164,7 @@ def run(progress: bool = True) -> tuple[Table, list[Timing]]:
             A = rng.standard_normal((M, K), dtype=cupy.float32)
             B = rng.standard_normal((K, N), dtype=cupy.float32)
             C = cupy.zeros((M, N), dtype=cupy.float32)
-            inputs[shape] = A, B, C, Fingerprint(cupy, A, B, ALPHA, 0.0, np.random.default_rng())
+            inputs[shape] = A, B, C, Verifier(cupy, A, B, ALPHA, 0.0, np.random.default_rng())
         return inputs[shape]
 
     def time_cublas(shape):
@@ -175,13 +175,13 @@ def run(progress: bool = True) -> tuple[Table, list[Timing]]:
     bar = tqdm(total=len(runs), disable=not progress, unit="run")
 
     def time_plan(shape, plan):
-        A, B, C, fingerprint = arrays(shape)
+        A, B, C, verifier = arrays(shape)
         chosen["plan"] = plan
         bar.set_description(f"{plan} at {'x'.join(map(str, shape))}")
         C.fill(SENTINEL)  # a plan that writes nothing leaves no product behind
         seconds = median_seconds(partial(launch, *shape, ALPHA, A, B, 0.0, C), clock.time)
         bar.update()
-        return round(gflops(*shape, seconds), 1), fingerprint.problem(cupy, C) or ""
+        return round(gflops(*shape, seconds), 1), verifier.problem(cupy, C)
 
     plans, timings = search(info.sms, time_plan, time_cublas)
     bar.close()
