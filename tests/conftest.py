@@ -2,13 +2,57 @@ import pytest
 
 from autograder.run import gpu
 
+# Tests whose verdicts depend on how fast a kernel runs on the CPU backend: a shape
+# whose estimated time is over its budget is not run, and its suite fails. Two of
+# them at once on CI's two cores would each get half the machine and could push a
+# correct kernel over the budget, so they share one xdist worker, one at a time
+# (--dist loadgroup), while the other workers take the rest. The notebooks' release,
+# which test_nbgrader_pipeline builds once per module, is then built once, not once
+# per worker.
+ON_THE_CPU_BACKEND = {
+    "test_cold_start",
+    "test_cpu_backend",
+    "test_grade",
+    "test_grade_every_step",
+    "test_nbgrader_pipeline",
+    "test_notebooks_execute",
+}
+
+# The developer's loop, `pytest -m quick -n auto`: the checker's, the judge's and the
+# grader's logic (and the import contract) in about two minutes on two cores, without
+# the book, the notebooks or whole classes graded on the CPU.
+QUICK = {
+    "test_architecture",
+    "test_bench",
+    "test_by_shape",
+    "test_checker",
+    "test_cli",
+    "test_compiler",
+    "test_cpu_feedback",
+    "test_device_clock",
+    "test_device_only",
+    "test_diagnose",
+    "test_exercise",
+    "test_gradebook",
+    "test_isolation",
+    "test_judge",
+    "test_registry",
+    "test_timing",
+    "test_typed_csv",
+}
+
 
 def pytest_collection_modifyitems(config, items):
     reason = gpu.unavailable_reason()
     skip = pytest.mark.skip(reason=f"needs an NVIDIA GPU: {reason}")
     for item in items:
+        if item.module.__name__ in QUICK:
+            item.add_marker(pytest.mark.quick)
         if "gpu" in item.keywords:
-            # One worker runs every GPU test, one at a time (--dist loadgroup).
+            # One worker runs every GPU test, one at a time, so that no timing
+            # shares its GPU with another test.
             item.add_marker(pytest.mark.xdist_group("gpu"))
             if reason is not None:
                 item.add_marker(skip)
+        elif item.module.__name__ in ON_THE_CPU_BACKEND:
+            item.add_marker(pytest.mark.xdist_group("cpu-backend"))

@@ -9,10 +9,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 LINT = shutil.which("lint-imports")
-pytestmark = [
-    pytest.mark.quick,
-    pytest.mark.skipif(LINT is None, reason="import-linter is not installed (requirements.txt)"),
-]
+pytestmark = pytest.mark.skipif(
+    LINT is None, reason="import-linter is not installed (requirements.txt)"
+)
 
 
 def lint(package_parent: Path) -> subprocess.CompletedProcess:

@@ -10,8 +10,6 @@ from autograder.judge import timing
 from autograder.judge.timing import Samples, sample
 from autograder.measure import clocks
 
-pytestmark = pytest.mark.quick
-
 
 def fake_clock(times: dict):
     """time_once for runs that are names: each call returns the next of its times."""
