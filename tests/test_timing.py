@@ -112,17 +112,25 @@ def test_a_gpu_too_noisy_to_decide_is_the_graders_fault_and_not_the_kernels():
     assert "median of 20 verified launches" in speed.message
 
 
-def test_the_fingerprint_never_fails_a_product_rounded_as_a_kernel_rounds_it():
-    """float32 products summed in the worst order the checker allows still match."""
-    rng = np.random.default_rng(7)
+def loosest_products(rng):
+    """(A, B, C) at a few shapes, C = alpha A B in sequential float32 sums: the loosest
+    rounding a kernel has."""
     for M, N, K in ((1, 1, 1), (33, 17, 513), (64, 48, 2048)):
         A = rng.standard_normal((M, K), dtype=np.float32)
         B = rng.standard_normal((K, N), dtype=np.float32)
-        fingerprint = Fingerprint(np, A, B, checker.ALPHA, 0.0, rng)
         C = (
             np.float32(checker.ALPHA)
             * np.cumsum(A[:, :, None] * B[None, :, :], axis=1, dtype=np.float32)[:, -1, :]
-        )  # sequential float32 sums: the loosest rounding a kernel has
+        )
+        yield A, B, C
+
+
+def test_the_fingerprint_never_fails_a_product_rounded_as_a_kernel_rounds_it():
+    """float32 products summed in the worst order the checker allows still match."""
+    rng = np.random.default_rng(7)
+    for A, B, C in loosest_products(rng):
+        M = len(A)
+        fingerprint = Fingerprint(np, A, B, checker.ALPHA, 0.0, rng)
         assert fingerprint.problem(np, C) == ""
         C[M // 2] += 1.0  # a row off by one: a wrong product
         assert f"1 of {M} rows of C are wrong (row {M // 2}:" in fingerprint.problem(np, C)
@@ -171,14 +179,8 @@ def test_the_exact_sample_never_fails_a_product_rounded_as_a_kernel_rounds_it():
     """float32 products summed in the worst order the checker allows still match,
     and one element of a sampled row off by one is named, counted once."""
     rng = np.random.default_rng(7)
-    for M, N, K in ((1, 1, 1), (33, 17, 513), (64, 48, 2048)):
-        A = rng.standard_normal((M, K), dtype=np.float32)
-        B = rng.standard_normal((K, N), dtype=np.float32)
-        sample = ExactSample(np, A, B, checker.ALPHA, 0.0, rng)
-        C = (
-            np.float32(checker.ALPHA)
-            * np.cumsum(A[:, :, None] * B[None, :, :], axis=1, dtype=np.float32)[:, -1, :]
-        )  # sequential float32 sums: the loosest rounding a kernel has
+    for A, B, C in loosest_products(rng):
+        (M, N), sample = C.shape, ExactSample(np, A, B, checker.ALPHA, 0.0, rng)
         assert sample.problem(np, C) == ""
         i, j = sample.rows[-1], sample.columns[0]  # in a sampled row and a sampled column
         C[i, j] += 1.0
