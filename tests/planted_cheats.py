@@ -158,3 +158,25 @@ def three_tf32() -> KernelSpec:
         (_KERNEL, _ROUNDING + split + _KERNEL),
         ("acc[m][n] += regM[m] * regN[n];", "acc[m][n] = three_tf32(regM[m], regN[n], acc[m][n]);"),
     )
+
+
+def misbehaving_when_timed(M: int, N: int, K: int) -> dict[str, tuple[KernelSpec, str]]:
+    """Kernels right on every shape the checker runs that hang, fault or print only at
+    the timed size, and what their speed verdict must say: each costs its own speed
+    points with the reason, nothing else."""
+    timed, _ = _aim(M, N, K)
+    return {
+        "hangs when timed": (
+            _edit((_BODY, _BODY + f"  if {timed} {{ volatile int spin = 1; while (spin) {{}} }}\n")),
+            "did not finish",
+        ),
+        # A gigabyte past C: on a GPU, memory nobody mapped (cudaErrorIllegalAddress).
+        "writes far past the end of C when timed": (
+            _edit((_BODY, _BODY + f"  if {timed} C[M * N + (1 << 28)] = 0.0f;\n")),
+            "past the end of C",
+        ),
+        "floods its output when timed": (
+            _edit((_BODY, _BODY + f'  if {timed} printf("timed! %d\\n", threadIdx.x);\n')),
+            "",  # it prints, and is timed as it is: its prints are capped, not its points
+        ),
+    }

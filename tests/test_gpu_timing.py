@@ -9,6 +9,7 @@ from planted_cheats import (
     WRONG_WHEN_TIMED,
     cheats,
     honest,
+    misbehaving_when_timed,
     precision_cheats,
     three_tf32,
 )
@@ -59,3 +60,17 @@ def test_a_slow_but_correct_kernel_is_told_the_minimum():
     verdict = speed(from_source(kernel_source("slow"), STEP.path.name, like=STEP.id))
     print(f"\nslow: {verdict.message}")
     assert not verdict.passed and "the minimum is" in verdict.message
+
+
+@pytest.mark.parametrize("kernel", misbehaving_when_timed(*SIZE), ids=str)
+def test_a_kernel_that_misbehaves_only_when_timed_keeps_its_correctness_points(kernel):
+    """Graded as a notebook grades: whole tiles, the timing, then the odd shapes. A hang
+    or a crash in a timed launch costs the speed test alone, with the reason."""
+    spec, says = misbehaving_when_timed(*SIZE)[kernel]
+    evaluation = verdicts.evaluate(spec, ["whole tiles", "odd"], "gpu", 10.0, timings=1)
+    print(f"\n{kernel}: {evaluation.speed.message}")
+    assert evaluation.problems == {"whole tiles": None, "odd": None}, evaluation.problems
+    if says == "did not finish":
+        assert not evaluation.speed.passed and says in evaluation.speed.message
+    elif says:  # on a GPU the fault is the hardware's: an illegal address
+        assert not evaluation.speed.passed and "illegal" in evaluation.speed.message.lower()

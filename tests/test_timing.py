@@ -11,6 +11,7 @@ from planted_cheats import (
     WRONG_WHEN_TIMED,
     cheats,
     honest,
+    misbehaving_when_timed,
     precision_cheats,
     tf32,
     three_tf32,
@@ -79,6 +80,28 @@ def test_every_cheat_is_right_where_the_checker_looks():
     for name, spec in every.items():
         report = judge.check(spec, shapes=verdicts.WHOLE_TILES, backend="cpu")
         assert report.ok, f"{name}: {report}"
+
+
+@pytest.mark.parametrize("kernel", misbehaving_when_timed(*SIZE), ids=str)
+def test_a_kernel_that_misbehaves_only_when_timed_costs_only_its_speed_points(kernel):
+    """Checked, then timed, then checked again (as grading runs the suites around the
+    timing): whatever happens in the timed launches, every case after them runs and
+    stands, and the speed verdict says why it scores zero."""
+    spec, says = misbehaving_when_timed(*SIZE)[kernel]
+    small = checker.SMALL
+    stages = (judge.Check(small[:2]), judge.Time(SIZE, honest(), 4), judge.Check(small[2:4]))
+    outcome = judge.run(judge.Job(spec, "cpu", stages, checker.fresh_seed()), case_timeout_s=10)
+    report = outcome.report
+    assert len(report.cases) == 8 and not report.failures, report  # two shapes, two betas each
+    if says == "did not finish":  # no launch came back: the run stopped in the timing
+        assert judge.job.stopped_while_timed(report) and says in report.error
+    elif says:  # the fault is named on the launch it happened in
+        (timed,) = outcome.measurements
+        assert says in timed["yours"].wrong and not timed["reference"].wrong
+    else:  # it printed: capped, counted and shown, and its timings stand
+        (timed,) = outcome.measurements
+        assert not timed["yours"].wrong and len(timed["yours"].seconds) == 4
+        assert "timed!" in report.notes[0]
 
 
 def test_a_rate_above_the_gpus_fp32_peak_is_rejected():

@@ -221,66 +221,91 @@ def run(job: Job, case_timeout_s: float = CASE_TIMEOUT_S) -> Outcome:
         tolerance=checker.describe_tolerance(job.spec.input_roundoff),
     )
     outcome = Outcome(report)
+    with isolation.scratch() as scratch:
+        printed = [_run_child(job, case_timeout_s, outcome, scratch)]
+        if stopped_while_timed(report):
+            # A kernel that hangs or crashes only when timed loses its speed points,
+            # and nothing else: the checks after the timing run in a fresh child.
+            timed = next(i for i, s in enumerate(job.stages) if isinstance(s, Time))
+            timed += len(outcome.measurements)
+            rest = tuple(s for s in job.stages[timed:] if isinstance(s, Check))
+            if rest:
+                after = Outcome(Report(report.kernel, report.device, report.seed))
+                checks = replace(job, stages=rest)
+                printed.append(_run_child(checks, case_timeout_s, after, scratch))
+                report.cases += after.report.cases
+                report.skipped += after.report.skipped
+                if after.report.error:
+                    report.error += f"; then, {after.report.error}"
+        _check_bounds(job, report, scratch)
+    if any(printed):
+        report.notes.append("\n".join(filter(None, printed)))
+    return outcome
+
+
+def stopped_while_timed(report: Report) -> bool:
+    """Did the run stop in a timed launch (the kernel hung, crashed or was killed)?"""
+    return report.error.startswith(tuple(_TIMING.values()))
+
+
+def _run_child(job: Job, case_timeout_s: float, outcome: Outcome, scratch) -> str:
+    """Run job's stages in one child, filling outcome in; what the kernel printed."""
+    report = outcome.report
     doing, timeout = f"starting the {job.backend.upper()} and compiling", SETUP_TIMEOUT_S
     started: Started | None = None  # the case whose kernel is running
     seconds_per_flop = 0.0  # the kernel's best rate so far, to tell slow from stuck
-    with isolation.scratch() as scratch:
-        with Child(_serve, job, scratch, messages=MESSAGES) as child:
-            while True:
-                message = child.receive(timeout, doing)
-                if isinstance(message, Hung):
-                    if timeout != case_timeout_s:
-                        raise GraderFault(
-                            f"the grader got stuck {doing} (no word in {timeout:.0f} s)"
-                        )
-                    report.error = _hung(message, started, seconds_per_flop)
-                    break
-                if isinstance(message, Died):
-                    if timeout != case_timeout_s and message.exitcode != -signal.SIGSYS:
-                        raise GraderFault(f"the grader's process died {doing} ({message.why})")
-                    report.error = f"{doing}: the process running the kernel died ({message.why})"
-                    break
-                if isinstance(message, Forged):
-                    report.error = f"{doing}: {message.why}"
-                    break
-                if isinstance(message, (Started, timing.TimedLaunch)):
-                    started = message if isinstance(message, Started) else None
-                    doing = message.label if started else _TIMING[message.kernel]
-                    timeout = case_timeout_s
-                    continue
-                doing, timeout = "judging the result", JUDGE_TIMEOUT_S
-                if isinstance(message, Ran):
-                    if message.seconds and started:
-                        rate = message.seconds / started.flops
-                        seconds_per_flop = min(seconds_per_flop or rate, rate)
-                elif isinstance(message, CaseResult):
-                    report.cases.append(_with_launch_hint(message, job.spec))
-                elif isinstance(message, Skipped):
-                    report.skipped.append(message)
-                elif isinstance(message, Measured):
-                    outcome.measurements.append(message.results)
-                elif isinstance(message, Ready):
-                    report.device = message.device
-                    outcome.device_name, outcome.peak_gflops = message.name, message.peak_gflops
-                elif isinstance(message, Crashed):
-                    report.error = f"{_doing(started, doing)}: {message.why}"
-                    break
-                elif isinstance(message, Refused):
-                    report.error = f"not run: {message.why}"
-                    break
-                elif isinstance(message, CompileFailed):
-                    raise CompileError(message.filename, message.log, message.compiler)
-                elif isinstance(message, Unavailable):
-                    raise BackendUnavailable(message.why)
-                elif isinstance(message, Broke):
-                    raise GraderFault(f"the grader broke:\n{message.trace}")
-                elif isinstance(message, Done):
-                    break
-        _check_bounds(job, report, scratch)
-    printed = child.output.summary()
-    if printed:
-        report.notes.append(printed)
-    return outcome
+    with Child(_serve, job, scratch, messages=MESSAGES) as child:
+        while True:
+            message = child.receive(timeout, doing)
+            if isinstance(message, Hung):
+                if timeout != case_timeout_s:
+                    raise GraderFault(
+                        f"the grader got stuck {doing} (no word in {timeout:.0f} s)"
+                    )
+                report.error = _hung(message, started, seconds_per_flop)
+                break
+            if isinstance(message, Died):
+                if timeout != case_timeout_s and message.exitcode != -signal.SIGSYS:
+                    raise GraderFault(f"the grader's process died {doing} ({message.why})")
+                report.error = f"{doing}: the process running the kernel died ({message.why})"
+                break
+            if isinstance(message, Forged):
+                report.error = f"{doing}: {message.why}"
+                break
+            if isinstance(message, (Started, timing.TimedLaunch)):
+                started = message if isinstance(message, Started) else None
+                doing = message.label if started else _TIMING[message.kernel]
+                timeout = case_timeout_s
+                continue
+            doing, timeout = "judging the result", JUDGE_TIMEOUT_S
+            if isinstance(message, Ran):
+                if message.seconds and started:
+                    rate = message.seconds / started.flops
+                    seconds_per_flop = min(seconds_per_flop or rate, rate)
+            elif isinstance(message, CaseResult):
+                report.cases.append(_with_launch_hint(message, job.spec))
+            elif isinstance(message, Skipped):
+                report.skipped.append(message)
+            elif isinstance(message, Measured):
+                outcome.measurements.append(message.results)
+            elif isinstance(message, Ready):
+                report.device = message.device
+                outcome.device_name, outcome.peak_gflops = message.name, message.peak_gflops
+            elif isinstance(message, Crashed):
+                report.error = f"{_doing(started, doing)}: {message.why}"
+                break
+            elif isinstance(message, Refused):
+                report.error = f"not run: {message.why}"
+                break
+            elif isinstance(message, CompileFailed):
+                raise CompileError(message.filename, message.log, message.compiler)
+            elif isinstance(message, Unavailable):
+                raise BackendUnavailable(message.why)
+            elif isinstance(message, Broke):
+                raise GraderFault(f"the grader broke:\n{message.trace}")
+            elif isinstance(message, Done):
+                break
+    return child.output.summary()
 
 
 CPU_BOUNDS = "every access and every read of shared memory checked (the CPU backend)"

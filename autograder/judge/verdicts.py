@@ -18,7 +18,7 @@ from ..ladder import registry
 from ..run.compiler import CompileError
 from ..run.kernel import KernelSpec
 from .checker import LARGE, MEDIUM, SMALL, Report, Shape, fresh_seed
-from .job import Check, GraderFault, Job, Time, run
+from .job import Check, GraderFault, Job, Time, run, stopped_while_timed
 from .timing import Samples
 
 # Shapes every tile of the ladder divides exactly: a kernel can be right here
@@ -179,7 +179,8 @@ def evaluate(
     if timings:
         if problems["whole tiles"]:
             evaluation.speed = not_timed(problems["whole tiles"])
-        elif not outcome.measurements:  # the run stopped before timing
+        elif not outcome.measurements or stopped_while_timed(report):
+            # The run stopped before timing, or in a timed launch: no speed counts.
             evaluation.speed = Speed(False, f"not timed: {report.error}")
         else:
             evaluation.speed = judge_speed(outcome, step, config)
