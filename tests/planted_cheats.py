@@ -167,10 +167,12 @@ def misbehaving_when_timed(M: int, N: int, K: int) -> dict[str, tuple[KernelSpec
     timed, _ = _aim(M, N, K)
     return {
         "hangs when timed": (
-            _edit((_BODY, _BODY + f"  if {timed} {{ volatile int spin = 1; while (spin) {{}} }}\n")),
+            # Waits for A[0] to become 1e30 (it never does): a volatile read of global
+            # memory, which no compiler may take out of the loop.
+            _edit((_BODY, f"{_BODY}  if {timed} while (*(volatile const float*)A != 1e30f);\n")),
             "did not finish",
         ),
-        # A gigabyte past C: on a GPU, memory nobody mapped (cudaErrorIllegalAddress).
+        # A gigabyte past C: on a GPU, memory nobody mapped.
         "writes far past the end of C when timed": (
             _edit((_BODY, _BODY + f"  if {timed} C[M * N + (1 << 28)] = 0.0f;\n")),
             "past the end of C",

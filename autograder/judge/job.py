@@ -253,6 +253,7 @@ def _run_child(job: Job, case_timeout_s: float, outcome: Outcome, scratch) -> st
     report = outcome.report
     doing, timeout = f"starting the {job.backend.upper()} and compiling", SETUP_TIMEOUT_S
     started: Started | None = None  # the case whose kernel is running
+    timed: str | None = None  # which kernel is being timed, until its timings come back
     seconds_per_flop = 0.0  # the kernel's best rate so far, to tell slow from stuck
     with Child(_serve, job, scratch, messages=MESSAGES) as child:
         while True:
@@ -274,7 +275,8 @@ def _run_child(job: Job, case_timeout_s: float, outcome: Outcome, scratch) -> st
                 break
             if isinstance(message, (Started, timing.TimedLaunch)):
                 started = message if isinstance(message, Started) else None
-                doing = message.label if started else _TIMING[message.kernel]
+                timed = None if started else _TIMING[message.kernel]
+                doing = message.label if started else timed
                 timeout = case_timeout_s
                 continue
             doing, timeout = "judging the result", JUDGE_TIMEOUT_S
@@ -288,11 +290,14 @@ def _run_child(job: Job, case_timeout_s: float, outcome: Outcome, scratch) -> st
                 report.skipped.append(message)
             elif isinstance(message, Measured):
                 outcome.measurements.append(message.results)
+                timed = None
             elif isinstance(message, Ready):
                 report.device = message.device
                 outcome.device_name, outcome.peak_gflops = message.name, message.peak_gflops
             elif isinstance(message, Crashed):
-                report.error = f"{_doing(started, doing)}: {message.why}"
+                # A timed launch's fault surfaces when its output is checked: it is the
+                # timing's, not the judging's.
+                report.error = f"{_doing(started, timed or doing)}: {message.why}"
                 break
             elif isinstance(message, Refused):
                 report.error = f"not run: {message.why}"
