@@ -1,3 +1,6 @@
+import contextlib
+import fcntl
+
 import pytest
 
 from autograder.run import gpu
@@ -5,11 +8,12 @@ from autograder.run import gpu
 # Tests whose verdicts depend on how fast a kernel runs on the CPU backend: a shape
 # whose estimated time is over its budget is not run, and its suite fails; a case
 # over its time limit is called stuck. On CI's two cores, step 03's reference takes
-# about 5 s of its 10 s limit at 1001x777x513, so two of these at once, or one beside
-# the book's build, push a right kernel over (seen: "1001x777x513 not run: ... about
-# 9 s, more than the 8 s allowed"). They run one at a time on one xdist worker
-# (--dist loadgroup), the book's build among them; the other workers take the rest.
-ONE_AT_A_TIME = {
+# about half its 10 s limit at 1001x777x513, so with another test beside it a right
+# kernel can go over (seen in parallel runs: "1001x777x513 not run: ... about 9 s,
+# more than the 8 s allowed"). Such a module's tests, and the module fixtures that
+# grade on the CPU, have the machine to themselves (the_machine, below), and its
+# tests stay on one xdist worker (--dist loadgroup), so those fixtures run once.
+ALONE = {
     "test_book",
     "test_cold_start",
     "test_cpu_backend",
@@ -18,6 +22,26 @@ ONE_AT_A_TIME = {
     "test_nbgrader_pipeline",
     "test_notebooks_execute",
 }
+
+
+@contextlib.contextmanager
+def the_machine(tmp_path_factory, alone: bool):
+    """The whole machine (alone) or a share of it, held through a lock on a file that
+    every xdist worker of this run sees. Held for one test at a time, never between
+    tests, so that an idle worker holds nothing another waits for."""
+    lock = tmp_path_factory.getbasetemp().parent / "machine.lock"
+    with lock.open("a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+@pytest.fixture(autouse=True)
+def machine_share(request, tmp_path_factory):
+    with the_machine(tmp_path_factory, alone=request.module.__name__ in ALONE):
+        yield
 
 
 # The developer's loop, `pytest -m quick -n auto`: the checker's, the judge's and the
@@ -56,5 +80,5 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.xdist_group("gpu"))
             if reason is not None:
                 item.add_marker(skip)
-        elif item.module.__name__ in ONE_AT_A_TIME:
-            item.add_marker(pytest.mark.xdist_group("one at a time"))
+        elif item.module.__name__ in ALONE:
+            item.add_marker(pytest.mark.xdist_group(item.module.__name__))

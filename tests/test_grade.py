@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import the_machine
 from planted_class import K_LOOP, KINDS, STEP, kernel_source, write_class, write_large_class
 
 from autograder.grade import rubric
@@ -52,7 +53,8 @@ def planted(tmp_path_factory):
     root = tmp_path_factory.mktemp("class")
     expected = write_class(root)
     out = root / "grades.csv"
-    result = on_cpu(root, out)
+    with the_machine(tmp_path_factory, alone=True):  # it grades on the CPU (conftest.py)
+        result = on_cpu(root, out)
     return root, out, expected, result
 
 

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import the_machine
 
 from autograder.course import notebooks
 
@@ -60,6 +61,11 @@ def replace_once(old: str, new: str):
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
+    with the_machine(tmp_path_factory, alone=True):  # it grades on the CPU (conftest.py)
+        return _graded(tmp_path_factory)
+
+
+def _graded(tmp_path_factory):
     root = tmp_path_factory.mktemp("course")
     shutil.copy(ROOT / "nbgrader_config.py", root)
     shutil.copytree(ROOT / "solutions", root / "solutions")
