@@ -10,7 +10,8 @@ launch for launch in turn, so that both see the same GPU clocks):
 - C is overwritten with a sentinel and the L2 cache is flushed (twice its size
   written) before each launch: the launch reads its inputs from device memory,
   as the first use of a real product would.
-- The device's own clock (CUDA events) times the launch alone.
+- The device's own clock (CUDA events) times the launch alone, GPU time only:
+  the stream is held while the launch is queued (autograder.run.device_clock).
 - Every output is verified. Before the launch, a fingerprint of the exact
   product is taken (Freivalds' check: A (B X) for a random X of PROBES columns,
   in float64) together with how far rounding may move it; the fingerprint stays
@@ -30,6 +31,9 @@ launch for launch in turn, so that both see the same GPU clocks):
 
 A kernel whose timed output was wrong gets no speed; so does a rate above the
 device's FP32 peak, which no FP32 kernel can reach (autograder.judge.verdicts).
+
+`sample` is the other way of timing, for `bench` and `tune`: runs timed in turn on
+the same inputs until their noise settles, each figure with its spread.
 """
 
 from __future__ import annotations
