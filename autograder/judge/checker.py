@@ -26,6 +26,7 @@ from typing import Callable
 import numpy as np
 
 from ..run.backends import KernelFault
+from .causes import by_cause
 from .diagnose import describe_mismatch
 
 ALPHA = 1.5
@@ -163,7 +164,7 @@ class CaseResult:
 @dataclass(repr=False)
 class Report:
     kernel: str
-    device: str
+    device: str  # where it ran, with a one-word status of its confinement
     seed: int
     cases: list[CaseResult] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -171,6 +172,7 @@ class Report:
     error: str = ""  # a crash, a hang or a launch failure that ended the run
     tolerance: str = ""  # which tolerance applied (describe_tolerance)
     bounds: str = ""  # how accesses outside A, B and C were looked for
+    confinement: str = ""  # how the process that ran the kernel was confined, in full
 
     @property
     def ok(self) -> bool:
@@ -181,21 +183,36 @@ class Report:
         return [c for c in self.cases if not c.ok]
 
     def __str__(self) -> str:
-        lines = [f"check {self.kernel} on {self.device} (seed {self.seed})"]
-        if self.tolerance:
-            lines.append(f"  tolerance: {self.tolerance}")
-        if self.bounds:
-            lines.append(f"  bounds: {self.bounds}")
-        for c in self.cases:
-            mark = "ok  " if c.ok else "FAIL"
-            detail = f"error {c.max_error:.2g} of tolerance" if c.ok else c.message
-            lines.append(f"  {mark} {c.label:<26} {detail}")
-        lines += [f"  skip {s}" for s in self.skipped]
-        lines += [f"  note: {n}" for n in self.notes]
+        return self.text()
+
+    def text(self, verbose: bool = False) -> str:
+        """The verdict and each cause of failure first, then every case, a failing one
+        by the number of its cause; verbose: with each failing case's own message, and
+        how the run was confined."""
+        causes = by_cause(self.cases)
+        number = {id(c): i for i, cause in enumerate(causes, 1) for c in cause.cases}
+        lines = [self.verdict, *(f"  [{i}] {cause}" for i, cause in enumerate(causes, 1))]
         if self.error:
             lines.append(f"  FAIL {self.error}")
-        lines.append(self.verdict)
+        lines.append(f"check {self.kernel} on {self.device} (seed {self.seed})")
+        lines += [f"  {name}: {text}" for name, text in self._settings(verbose)]
+        for c in self.cases:
+            if c.ok:
+                lines.append(f"  ok   {c.label:<26} {self._detail(c)}")
+            else:
+                lines.append(f"  FAIL {c.label:<26} [{number[id(c)]}]" + f" {c.message}" * verbose)
+        lines += [f"  skip {s}" for s in self.skipped]
+        lines += [f"  note: {n}" for n in self.notes]
         return "\n".join(lines)
+
+    def _settings(self, verbose: bool) -> list[tuple[str, str]]:
+        shown = [("confinement", self.confinement if verbose else "")]
+        shown += [("tolerance", self.tolerance), ("bounds", self.bounds)]
+        return [(name, text) for name, text in shown if text]
+
+    @staticmethod
+    def _detail(case: CaseResult) -> str:
+        return f"error {case.max_error:.2g} of tolerance" if case.ok else case.message
 
     @property
     def verdict(self) -> str:
@@ -211,28 +228,33 @@ class Report:
     __repr__ = __str__
 
     def _repr_html_(self) -> str:
+        """What a notebook shows: the verdict and each cause of failure, a screenful at
+        most, and every case one click away."""
         from html import escape
 
+        news = [str(cause) for cause in by_cause(self.cases)]
+        news += [f"FAIL {self.error}"] * bool(self.error)
+        listed = "".join(f"<li>{escape(line)}</li>" for line in news)
         rows = "".join(
             f"<tr><td style='color:{'green' if c.ok else 'red'}'>{'ok' if c.ok else 'FAIL'}</td>"
             f"<td>{escape(c.label)}</td><td style='text-align:left'>"
-            + escape(f"error {c.max_error:.2g} of tolerance" if c.ok else c.message)
+            + escape(self._detail(c))
             + "</td></tr>"
             for c in self.cases
         )
         extra = "".join(
             f"<p>{escape(text)}</p>"
-            for text in [
-                *(str(s) for s in self.skipped),
-                *(f"note: {n}" for n in self.notes),
-                *([f"FAIL {self.error}"] * bool(self.error)),
-            ]
+            for text in [*(str(s) for s in self.skipped), *(f"note: {n}" for n in self.notes)]
+        )
+        settings = "".join(
+            f"<br>{name}: {escape(text)}" for name, text in self._settings(verbose=False)
         )
         return (
-            f"<p><b>{escape(self.kernel)}</b> on {escape(self.device)} (seed {self.seed})"
-            + (f"<br>tolerance: {escape(self.tolerance)}" if self.tolerance else "")
-            + (f"<br>bounds: {escape(self.bounds)}" if self.bounds else "")
-            + f"</p><table>{rows}</table>{extra}<p><b>{escape(self.verdict)}</b></p>"
+            f"<p><b>{escape(self.verdict)}</b></p>"
+            + (f"<ul>{listed}</ul>" if listed else "")
+            + f"<details><summary>every case: {escape(self.kernel)} on {escape(self.device)} "
+            f"(seed {self.seed})</summary><p>{settings.removeprefix('<br>')}</p>"
+            f"<table>{rows}</table>{extra}</details>"
         )
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from ..ladder import registry
 from ..run.compiler import CompileError
 from ..run.kernel import KernelSpec
+from .causes import by_cause, listed
 from .checker import LARGE, MEDIUM, SMALL, Report, Shape, fresh_seed
 from .job import Check, GraderFault, Job, Time, run, stopped_while_timed
 from .timing import Samples
@@ -187,15 +188,20 @@ def evaluate(
     return evaluation
 
 
+# Causes of failure a test's message lists; the rest are counted.
+MAX_CAUSES = 5
+
+
 def _problem(report: Report, shapes) -> str | None:
-    """None if the kernel is right on every shape of `shapes`, else what is wrong."""
+    """None if the kernel is right on every shape of `shapes`, else what is wrong: one
+    line per cause of failure (autograder.judge.causes)."""
     ran = {c.shape for c in report.cases}
-    failures = [f"{c.label}: {c.message}" for c in report.failures if c.shape in shapes]
-    failures += [
+    problems = listed(by_cause([c for c in report.cases if c.shape in shapes]), MAX_CAUSES)
+    problems += [
         f"{s}: a suite is passed only when each of its shapes ran"
         for s in report.skipped
         if s.costs and s.shape in shapes
     ]
     if report.error and not ran.issuperset(shapes):  # the run stopped before its end
-        failures.append(report.error)
-    return f"{len(failures)} failing: " + "\n".join(failures[:5]) if failures else None
+        problems.append(report.error)
+    return "\n".join(problems) or None
