@@ -1,5 +1,6 @@
 """The command line: help, compile without a GPU, clear one-line errors, exit codes."""
 
+import re
 import subprocess
 import sys
 
@@ -105,6 +106,22 @@ def test_check_exits_1_for_a_wrong_kernel_on_the_cpu(tmp_path):
     result = run("check", str(path), "--backend", "cpu", "--quick")
     assert result.returncode == 1
     assert "FAILED" in result.stdout and "FAIL 17x19x3" in result.stdout
+
+
+def test_check_leads_with_the_verdict_and_its_causes_and_leaves_details_to_verbose(tmp_path):
+    path = tmp_path / "01_wrong.cu"
+    path.write_text(registry.step("01").source().replace("k < K;", "k < K - 1;"))
+    lines = run("check", str(path), "--backend", "cpu", "--quick").stdout.splitlines()
+    assert lines[1].startswith("FAILED: 0 of 20 cases correct"), lines
+    causes = [line for line in lines if line.startswith("  [")]
+    assert causes and lines[2 : 2 + len(causes)] == causes  # right under the verdict
+    assert sum(int(c.split()[1]) for c in causes) == 20  # "[1] 14 of 20 cases (...): ..."
+    header = next(line for line in lines if line.startswith("check sgemm_naive"))
+    assert header.endswith("; confined) (seed " + header.split("(seed ")[1]), header
+    assert all(line.endswith("]") for line in lines if line.startswith("  FAIL"))
+    verbose = run("check", str(path), "--backend", "cpu", "--quick", "--verbose").stdout
+    assert "  confinement: confined by seccomp" in verbose
+    assert re.search(r"FAIL 17x19x3, beta=0 +\[\d\] \w+", verbose), verbose  # its own message
 
 
 def test_the_tolerance_comes_from_the_step_judged_not_the_file_name(tmp_path):

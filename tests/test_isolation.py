@@ -198,9 +198,12 @@ def test_a_kernel_that_writes_and_spawns_leaves_no_trace_and_is_named(tmp_path, 
 def test_an_honest_kernel_passes_confined_and_the_report_says_so():
     report = judge.check(KernelSpec.from_step(registry.step("02")), SMALL[:3], backend="cpu")
     assert report.ok, str(report)
-    assert "confined by seccomp" in report.device, report.device
+    assert "; confined)" in report.device, report.device  # one word; the rest in --verbose
+    assert "confined by seccomp" in report.confinement, report.confinement
     if isolation.landlock_abi():
-        assert "writes only in" in report.device, report.device
+        assert "writes only in" in report.confinement, report.confinement
+    assert report.confinement in report.text(verbose=True)
+    assert report.confinement not in str(report)
 
 
 def test_without_isolation_the_cpu_backend_refuses_unless_the_learner_accepts(

@@ -117,6 +117,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     k.add_argument("--seed", type=int, help="random seed, to repeat a run exactly")
     k.add_argument("--quick", action="store_true", help="small shapes only")
+    k.add_argument(
+        "--verbose",
+        action="store_true",
+        help="also each failing case's own message, and how the process that ran the "
+        "kernel was confined",
+    )
 
     b = sub.add_parser(
         "bench",
@@ -399,7 +405,7 @@ def _check(args) -> int:
         )
     shapes = checker.SMALL if args.quick else checker.SUITE
     report = judge.check(spec, shapes=shapes, seed=args.seed, backend=backend)
-    print(report)
+    print(report.text(verbose=args.verbose))
     return OK if report.ok else WRONG
 
 

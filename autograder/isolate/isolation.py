@@ -196,8 +196,16 @@ def confine(scratch: Path, readable=(), limits: Limits = Limits()) -> str:
 
 
 def state() -> str:
-    """How this process is confined, for a report."""
+    """How this process is confined, in full (a report's --verbose)."""
     return f"confined by {_confinement}" if _confinement else "NOT confined"
+
+
+def status() -> str:
+    """Whether this process is confined, in a word, and why not where it is not."""
+    if _confinement:
+        return "confined"
+    why = available()
+    return f"NOT confined ({why})" if why else "NOT confined"
 
 
 def enter(scratch: Path, readable=()) -> str:

@@ -92,6 +92,7 @@ class Ready:
     device: str  # in words, with versions
     name: str  # the device's own name ("Tesla T4"), which grading.json's minimums use
     peak_gflops: float | None
+    confinement: str  # how the child is confined, in full; "" on a GPU
 
 
 @dataclass(frozen=True)
@@ -152,7 +153,7 @@ def _serve(conn, job: Job, scratch) -> None:
         return send(Refused(str(e)))
     except Exception:
         return send(Broke(traceback.format_exc(limit=4)))
-    send(Ready(backend.device, backend.device_name, backend.peak_gflops))
+    send(Ready(backend.device, backend.device_name, backend.peak_gflops, backend.confinement))
     right = True
     try:
         for index, stage in enumerate(job.stages):
@@ -292,7 +293,7 @@ def _run_child(job: Job, case_timeout_s: float, outcome: Outcome, scratch) -> st
                 outcome.measurements.append(message.results)
                 timed = None
             elif isinstance(message, Ready):
-                report.device = message.device
+                report.device, report.confinement = message.device, message.confinement
                 outcome.device_name, outcome.peak_gflops = message.name, message.peak_gflops
             elif isinstance(message, Crashed):
                 # A timed launch's fault surfaces when its output is checked: it is the

@@ -95,6 +95,7 @@ class Backend:
     # The device's FP32 peak in GFLOP/s: no FP32 kernel can be faster. None on the CPU.
     peak_gflops: float | None = None
     flush_caches: Callable[[], None] = lambda: None
+    confinement: str = ""  # how the process running the kernels is confined, in full
 
     def load(self, specs: list[KernelSpec]) -> list:
         """launch(M, N, K, alpha, A, B, beta, C) for each spec, compiled for this backend."""
@@ -264,6 +265,7 @@ class CpuBackend(Backend):
         except (cpu.UnsupportedOnCpu, cpu.NoCompiler, isolation.IsolationUnavailable) as e:
             raise BackendUnavailable(str(e)) from None
         self.device = cpu.device()  # now with the confinement it is under
+        self.confinement = isolation.state()
         gemm_launches = dict(zip(gemms, launches[len(specs) :]))
         return [
             self._compose(launch, gemm_launches, spec.split_every_case)

@@ -302,8 +302,9 @@ def _launcher(spec: KernelSpec, path: Path):
 
 
 def device() -> str:
-    """The CPU backend, as a report names it: the compiler, and the confinement."""
-    return f"the CPU ({compiler()}, no timings; {isolation.state()})"
+    """The CPU backend, as a report names it: the compiler, and whether it is confined
+    (isolation.state says how)."""
+    return f"the CPU ({compiler()}, no timings; {isolation.status()})"
 
 
 def _buffer_of(matrix: np.ndarray):
