@@ -28,6 +28,20 @@ def test_the_speed_test_scores_zero_without_a_gpu_and_says_why(monkeypatch):
         exercise.assert_fast_enough(registry.step("03").path)
 
 
+def test_a_failing_grade_cell_shows_the_graders_message_alone(tmp_path, monkeypatch):
+    from planted import MISSING_ROW_BOUND
+
+    monkeypatch.chdir(tmp_path)
+    kernel = tmp_path / MISSING_ROW_BOUND.filename
+    kernel.write_text(MISSING_ROW_BOUND.source.replace("float regM[TM];", "float regM[TM] = ;"))
+    with pytest.raises(exercise.GradeFailed) as caught:
+        exercise.assert_correct(kernel.name, "whole tiles")
+    # What IPython, and so nbgrader, shows for it: no traceback through the grader's code.
+    (shown,) = caught.value._render_traceback_()
+    assert shown == f"GradeFailed: {caught.value}" and "Traceback" not in shown
+    assert f"{kernel.name} did not compile" in shown and "(cell line " in shown
+
+
 def matmul_ok(A, B):
     columns = list(zip(*B, strict=True))
     return [[sum(a * b for a, b in zip(row, col, strict=True)) for col in columns] for row in A]

@@ -40,6 +40,9 @@ def test_learner_notebook_runs_and_every_stub_says_not_implemented_yet(name, tmp
             continue
         assert earned == 0
         assert "not implemented yet" in error or "needs a GPU" in error, (grade_id, error)
+        # The grader's message alone, as nbgrader records it: no traceback through autograder.
+        (shown,) = errors(nb, grade_id)
+        assert shown.traceback == [error], shown.traceback
 
 
 @pytest.mark.parametrize("name", NAMES)

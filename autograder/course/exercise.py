@@ -18,9 +18,30 @@ from ..judge.checker import SMALL, SUITE
 from ..judge.timing import gflops as gflops_of
 from ..judge.verdicts import CASE_TIMEOUT_S, NOT_IMPLEMENTED, NotImplementedYet, evaluate
 from ..run import gpu
+from ..run.backends import BackendUnavailable
 from ..run.backends import resolve as backend
 from ..run.compiler import CompileError
 from ..run.kernel import from_file
+
+
+class GradeFailed(AssertionError):
+    """Why a grade cell fails. A notebook shows the message alone (IPython's
+    _render_traceback_, which nbgrader records too): a traceback would run through the
+    grader's code, where the learner's mistake is not."""
+
+    def _render_traceback_(self) -> list[str]:
+        return [f"{type(self).__name__}: {self}"]
+
+
+def _evaluate(path, suites: list[str], on: str, timings: int = 0):
+    """verdicts.evaluate for a grade cell: what keeps the kernel from running (a compile
+    error, the #error stub, what the CPU backend cannot run) is its GradeFailed."""
+    try:
+        return evaluate(from_file(path), suites, on, CASE_TIMEOUT_S, timings)
+    except CompileError as e:
+        raise GradeFailed(in_cell_lines(str(e), e.filename)) from None
+    except (NotImplementedYet, BackendUnavailable) as e:
+        raise GradeFailed(str(e)) from None
 
 
 def setup() -> None:
@@ -72,12 +93,9 @@ def in_cell_lines(text: str, filename: str) -> str:
 
 def assert_correct(path, suite: str) -> None:
     """A grade cell: the kernel is right on every shape of `suite` ('whole tiles' or 'odd')."""
-    try:
-        evaluation = evaluate(from_file(path), [suite], backend(), CASE_TIMEOUT_S)
-    except CompileError as e:
-        raise CompileError(e.filename, in_cell_lines(e.log, e.filename), e.compiler) from None
+    evaluation = _evaluate(path, [suite], backend())
     if evaluation.problems[suite]:
-        raise AssertionError(in_cell_lines(evaluation.problems[suite], Path(path).name))
+        raise GradeFailed(in_cell_lines(evaluation.problems[suite], Path(path).name))
     if evaluation.not_run(suite):
         print(evaluation.not_run(suite))
 
@@ -87,10 +105,10 @@ def assert_fast_enough(path) -> None:
     GFLOP/s on this GPU, in verified launches (autograder.judge.timing)."""
     reason = gpu.unavailable_reason()
     if reason:
-        raise AssertionError(f"the performance test needs a GPU ({reason}): it scores zero here")
-    speed = evaluate(from_file(path), ["whole tiles"], "gpu", CASE_TIMEOUT_S, timings=1).speed
+        raise GradeFailed(f"the performance test needs a GPU ({reason}): it scores zero here")
+    speed = _evaluate(path, ["whole tiles"], "gpu", timings=1).speed
     if not speed.passed:
-        raise AssertionError(speed.message)
+        raise GradeFailed(speed.message)
     print(speed.message)
 
 
@@ -105,7 +123,7 @@ def _refuse_stub(fn) -> None:
     import inspect
 
     if NOT_IMPLEMENTED in inspect.getsource(fn):
-        raise NotImplementedYet(
+        raise GradeFailed(
             f"{NOT_IMPLEMENTED}: write {fn.__name__} where the #error comment stands"
         )
 
@@ -138,7 +156,7 @@ def assert_matmul(fn, suite: str) -> None:
     _refuse_stub(fn)
     problems = [p for shape in PY_SHAPES[suite] if (p := _matmul_problem(fn, *shape))]
     if problems:
-        raise AssertionError("; ".join(problems))
+        raise GradeFailed("; ".join(problems))
 
 
 def assert_gflops(fn) -> None:
@@ -146,7 +164,7 @@ def assert_gflops(fn) -> None:
     for M, N, K, seconds in ((1000, 1000, 1000, 2.0), (3, 5, 7, 1e-6)):
         got, expected = fn(M, N, K, seconds), gflops_of(M, N, K, seconds)
         if got is None or abs(got - expected) > 1e-9 * expected:
-            raise AssertionError(
+            raise GradeFailed(
                 f"gflops({M}, {N}, {K}, {seconds}) is {got}, should be "
                 f"{expected:g}: count 2 FLOPs per multiply-add"
             )
@@ -164,7 +182,7 @@ def check_python(matmul, matmul_ikj, gflops) -> None:
             problems = [
                 p for s in PY_SHAPES["small"] + PY_SHAPES["odd"] if (p := _matmul_problem(fn, *s))
             ]
-        except NotImplementedYet as e:
+        except GradeFailed as e:
             print(e)
             continue
         print(f"{fn.__name__}: " + ("; ".join(problems) if problems else "right on every shape"))
