@@ -26,6 +26,44 @@ def test_compile_error_names_the_learners_file_and_line():
     assert "did not compile" in message
 
 
+def test_a_missing_semicolon_is_placed_on_the_line_before_where_the_compiler_stops():
+    with pytest.raises(CompileError) as caught:
+        compiler.compile_for_arch(BROKEN, ["sgemm_mine"], "sm_75", "mine.cu")
+    assert 'mine.cu(7): error: expected a ";"' in str(caught.value)
+    assert 'probably the line before, mine.cu(6): a missing ";"' in str(caught.value)
+    # Comments and blank lines between are not "the line before".
+    spaced = BROKEN.replace("0.0f\n", "0.0f  // the sum\n\n  // over k\n")
+    with pytest.raises(CompileError) as caught:
+        compiler.compile_for_arch(spaced, ["sgemm_mine"], "sm_75", "mine.cu")
+    assert 'probably the line before, mine.cu(6): a missing ";"' in str(caught.value)
+
+
+def test_no_line_before_is_blamed_where_the_error_is_within_its_own_line():
+    inside = BROKEN.replace("float acc = 0.0f\n", "float acc = 0.0f;\n").replace(
+        "C[row * N + col] = alpha", "C[row * N + col] = = alpha"
+    )
+    with pytest.raises(CompileError) as caught:
+        compiler.compile_for_arch(inside, ["sgemm_mine"], "sm_75", "mine.cu")
+    assert "mine.cu(8): error" in str(caught.value)
+    assert "probably" not in str(caught.value)
+
+
+def test_a_compile_error_shows_the_errors_not_the_warnings_and_remarks():
+    unused = BROKEN.replace("float acc", "int unused = 1;\n  float acc")
+    with pytest.raises(CompileError) as caught:
+        compiler.compile_for_arch(unused, ["sgemm_mine"], "sm_75", "mine.cu")
+    error = caught.value
+    assert "warning" in error.log and "Remark" in error.log  # all kept, for who wants it
+    assert str(error).count("error:") == 1, str(error)
+    assert "warning" not in str(error) and "Remark" not in str(error), str(error)
+    assert "error detected in the compilation" not in str(error)
+
+
+def test_a_log_with_no_nvrtc_error_is_shown_whole():
+    log = "mine.cu:3: #include: a course kernel includes nothing"
+    assert compiler.errors_only(log) == log
+
+
 def test_cupy_temporary_file_names_are_replaced_by_the_learners():
     error = CompileError("mine.cu", '/tmp/tmpab12/kern.cu(7): error: expected a ";"', "x")
     assert error.log.startswith("mine.cu(7): error")

@@ -142,7 +142,7 @@ def _resources(spec: KernelSpec, arch: str):
     try:
         result = compiler.compile_for_arch(spec.source, [spec.name_expression], arch, spec.filename)
     except CompileError as e:
-        return e.log.splitlines()[0] if e.log else "did not compile"
+        return e.errors.splitlines()[0] if e.errors else "did not compile"
     return result.resources[spec.name_expression]
 
 
@@ -218,7 +218,7 @@ def _time_child(conn, specs: list[KernelSpec], size: tuple[int, int, int], seed:
                 continue
             seconds = median_seconds(partial(launch, M, N, K, 1.0, A, B, 0.0, C), clock.time)
         except CompileError as e:
-            conn.send(_Settled(i, "does not compile", e.log.splitlines()[0]))
+            conn.send(_Settled(i, "does not compile", e.errors.splitlines()[0]))
             continue
         except (cupy.cuda.runtime.CUDARuntimeError, cupy.cuda.driver.CUDADriverError) as e:
             conn.send(_Settled(i, "crashed", explain_cuda_error(e)))

@@ -35,13 +35,15 @@ DEFAULT_OPTIONS = ("-std=c++17",)
 
 
 class CompileError(Exception):
-    """The kernel did not compile; str() is the compiler's message."""
+    """The kernel did not compile; str() is the compiler's errors (errors_only), log
+    all it said, both against the learner's file name."""
 
     def __init__(self, filename: str, log: str, compiler: str):
         self.filename = filename
         self.log = _relabel(log, filename).strip()
         self.compiler = compiler
-        super().__init__(f"{filename} did not compile ({compiler}):\n{self.log}")
+        self.errors = errors_only(self.log)
+        super().__init__(f"{filename} did not compile ({compiler}):\n{self.errors}")
 
 
 class NvrtcUnavailable(RuntimeError):
@@ -51,6 +53,51 @@ class NvrtcUnavailable(RuntimeError):
 def _relabel(log: str, filename: str) -> str:
     # CuPy names the program after a temporary file; show the learner's name.
     return re.sub(r"^\S*?\.cu(?=\(\d+\))", filename, log, flags=re.MULTILINE)
+
+
+# The first line of one of NVRTC's diagnostics: 'mine.cu(7): error: expected a ";"'.
+_DIAGNOSTIC = re.compile(r"^(.*)\((\d+)\): (catastrophic error|error|warning|remark)\b")
+
+
+def errors_only(log: str) -> str:
+    """NVRTC's errors, without its warnings, remarks ("Remark: The warnings can be
+    suppressed ...") and closing count, which bury them; the whole log where it names
+    no error (another compiler's, or warnings alone)."""
+    diagnostics = log.split("\n\n")
+    errors = [d for d in diagnostics if (m := _DIAGNOSTIC.match(d)) and "error" in m.group(3)]
+    return "\n\n".join(errors) if errors else log
+
+
+# A statement NVRTC finds unfinished at the next line's first token, and what it wanted.
+_EXPECTED = re.compile(r'^.*\((\d+)\): error: expected a "([;)\]])"\n(.*)\n( *)\^', re.M)
+# How a line may end where the statement goes on (or is whole) on the next line.
+_GOES_ON = tuple(";{},([:\\")
+
+
+def _with_hints(log: str, source: str, filename: str) -> str:
+    """log with a hint under each 'expected a ";"' (or ")", "]") that NVRTC reports at
+    the first token of a line: the mistake is most likely at the end of the line of
+    code before, which it names when that line does not end as a finished one does."""
+    lines = source.split("\n")
+
+    def hint(m: re.Match) -> str:
+        number, wanted, echoed, caret = int(m.group(1)), m.group(2), m.group(3), m.group(4)
+        if len(caret) != len(echoed) - len(echoed.lstrip()):  # not the line's first token
+            return m.group(0)
+        before = number - 1
+        while before > 0 and not _code(lines[before - 1]):
+            before -= 1
+        code = _code(lines[before - 1]) if before else ""
+        if not code or code.startswith("#") or code.endswith(_GOES_ON):
+            return m.group(0)
+        return f'{m.group(0)}\n  probably the line before, {filename}({before}): a missing "{wanted}"'
+
+    return _EXPECTED.sub(hint, log)
+
+
+def _code(line: str) -> str:
+    """A line without its // comment or surrounding blanks."""
+    return line.split("//")[0].strip()
 
 
 @dataclass(frozen=True)
@@ -169,7 +216,7 @@ def compile_for_arch(
             check,
         )
         if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
-            raise CompileError(filename, log, compiler)
+            raise CompileError(filename, _with_hints(log, source, filename), compiler)
         lowered = {}
         for expr in name_expressions:
             (name,) = check(nvrtc.nvrtcGetLoweredName(prog, expr.encode()), "lowered name")
@@ -250,4 +297,5 @@ def load(
         from cupy.cuda import nvrtc
 
         major, minor = nvrtc.getVersion()
-        raise CompileError(filename, e.get_message(), f"NVRTC {major}.{minor} via CuPy") from None
+        log = _with_hints(e.get_message(), source, filename)
+        raise CompileError(filename, log, f"NVRTC {major}.{minor} via CuPy") from None
