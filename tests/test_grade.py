@@ -25,8 +25,9 @@ from autograder.run.backends import explain_cuda_error
 ROOT = Path(__file__).resolve().parent.parent
 TIMEOUT = "5"  # seconds per case: a hang costs this, a correct case takes well under 1 s
 # erin's kernel lost the ';' after `float regN[TN]`: the compiler stops at the next
-# statement, the K loop, and must name that line of her file.
+# statement, the K loop, and must name that line of her file, and the line before it.
 ERROR_LINE = kernel_source("compile_error").splitlines().index("  " + K_LOOP) + 1
+MISSING_LINE = kernel_source("compile_error").splitlines().index("  float regN[TN]") + 1
 
 
 def grade(*args, **kwargs):
@@ -86,9 +87,12 @@ def test_the_planted_class_grades_to_the_points_it_must_score(planted):
     "student, status, test, phrase",
     [
         ("bob", "graded", "test_odd_shapes", "outside A"),
+        ("bob", "graded", "test_odd_shapes", "(cell line "),  # his notebook's kernel cell
         ("carol", "graded", "test_odd_shapes", "past the end of C"),
         ("dave", "graded", "test_whole_tiles", f"did not finish within {TIMEOUT} s"),
-        ("erin", "compile error", "test_whole_tiles", f"{STEP.path.name}({ERROR_LINE}): error"),
+        ("erin", "compile error", "test_whole_tiles", f"erin.cu({ERROR_LINE}): error"),
+        ("erin", "compile error", "test_whole_tiles", f'line before, erin.cu({MISSING_LINE}): a'),
+        ("erin", "compile error", "test_odd_shapes", "see test_whole_tiles"),
         ("frank", "not implemented", "test_whole_tiles", "replace the #error line"),
         ("heidi", "no submission", "test_whole_tiles", "no submission"),
         ("alice", "graded", "test_fast_enough", "needs a GPU"),

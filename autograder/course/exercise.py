@@ -10,10 +10,10 @@ kernel that crashes or hangs fails its own test and the notebook goes on.
 
 from __future__ import annotations
 
-import re
 from dataclasses import replace
 from pathlib import Path
 
+from ..grade.submissions import in_cell_lines
 from ..judge.checker import SMALL, SUITE
 from ..judge.timing import gflops as gflops_of
 from ..judge.verdicts import CASE_TIMEOUT_S, NOT_IMPLEMENTED, NotImplementedYet, evaluate
@@ -79,16 +79,6 @@ def check(path, quick: bool = False):
     report.cases = [replace(c, message=in_cell_lines(c.message, name)) for c in report.cases]
     report.error = in_cell_lines(report.error, name)
     return report
-
-
-def in_cell_lines(text: str, filename: str) -> str:
-    """Add, to each line of `filename` a message names, the line of the notebook cell
-    the learner sees: the cell starts with `%%writefile filename`, so line n of the file
-    is line n + 1 of the cell ("03_smem_tiling.cu:27 (cell line 28)")."""
-    mention = re.compile(rf"{re.escape(filename)}(?::(\d+)|\((\d+)\))")
-    return mention.sub(
-        lambda m: f"{m.group(0)} (cell line {int(m.group(1) or m.group(2)) + 1})", text
-    )
 
 
 def assert_correct(path, suite: str) -> None:

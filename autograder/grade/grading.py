@@ -102,7 +102,11 @@ def grade(submission: Submission, step: Step, options: Options) -> Grade:
 
 
 def _all_fail(message: str) -> list[Score]:
-    return [Score(t.id, t.points, 0, message) for t in rubric.CUDA_TESTS]
+    """Every test fails for one reason, said once: in the first test, which the others name."""
+    first, *others = rubric.CUDA_TESTS
+    return [Score(first.id, first.points, 0, message)] + [
+        Score(t.id, t.points, 0, f"see {first.id}") for t in others
+    ]
 
 
 # What stops a submission before any test can run, and the status it gets.
@@ -120,7 +124,7 @@ def _run_tests(result: Grade, submission: Submission, step: Step, options: Optio
     timings = options.timings if options.backend == "gpu" else 0
     try:
         source = submission.source(step)
-        spec = from_source(source, step.path.name, kernel=step.kernel, like=step.id)
+        spec = from_source(source, submission.kernel_file(step), kernel=step.kernel, like=step.id)
         evaluation = verdicts.evaluate(
             spec, suites, options.backend, options.case_timeout_s, timings
         )
@@ -129,7 +133,7 @@ def _run_tests(result: Grade, submission: Submission, step: Step, options: Optio
         if isinstance(e, CompileError) and e.compiler == contract.CHECKER:
             status = OFF_CONTRACT
         result.status = NO_SUBMISSION if submission.path is None else status
-        result.tests = _all_fail(str(e))
+        result.tests = _all_fail(submission.in_own_lines(str(e), step))
         return
     result.device = evaluation.device
     speed = evaluation.speed or verdicts.Speed(
@@ -143,4 +147,5 @@ def _run_tests(result: Grade, submission: Submission, step: Step, options: Optio
         else:
             passed, message = speed.passed, speed.message
         earned = test.points if passed else 0
-        result.tests.append(Score(test.id, test.points, earned, message or ""))
+        message = submission.in_own_lines(message or "", step)
+        result.tests.append(Score(test.id, test.points, earned, message))

@@ -13,6 +13,7 @@ A notebook's kernel is the cell that writes the step's .cu file (`%%writefile
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,6 +41,18 @@ class Submission:
         if self.path.suffix == ".cu":
             return self.path.read_text(errors="replace")
         return notebook_kernel(self.path, step.path.name)
+
+    def kernel_file(self, step: Step) -> str:
+        """The name the learner knows the kernel by, which messages use: their .cu
+        file's, or in a notebook the file its kernel cell writes."""
+        return self.path.name if self.path and self.path.suffix == ".cu" else step.path.name
+
+    def in_own_lines(self, text: str, step: Step) -> str:
+        """text as the learner reads it: from a notebook, each line of the kernel it
+        names is also given as the line of the kernel cell (in_cell_lines)."""
+        if self.path and self.path.suffix == ".ipynb":
+            return in_cell_lines(text, step.path.name)
+        return text
 
     def fingerprint(self, step: Step) -> str:
         """What identifies this submission's kernel (the gradebook adds the grader's
@@ -118,3 +131,13 @@ def notebook_kernel(path: Path, filename: str) -> str:
     # The file has the cell's lines after the magic line, so compiler messages
     # number lines as the learner's own check cell did.
     return cells[-1][len(magic) + 1 :]
+
+
+def in_cell_lines(text: str, filename: str) -> str:
+    """Add, to each line of `filename` a message names, the line of the notebook cell
+    the learner sees: the cell starts with `%%writefile filename`, so line n of the file
+    is line n + 1 of the cell ("03_smem_tiling.cu:27 (cell line 28)")."""
+    mention = re.compile(rf"{re.escape(filename)}(?::(\d+)|\((\d+)\))")
+    return mention.sub(
+        lambda m: f"{m.group(0)} (cell line {int(m.group(1) or m.group(2)) + 1})", text
+    )
