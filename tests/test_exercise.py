@@ -40,6 +40,11 @@ def test_a_failing_grade_cell_shows_the_graders_message_alone(tmp_path, monkeypa
     (shown,) = caught.value._render_traceback_()
     assert shown == f"GradeFailed: {caught.value}" and "Traceback" not in shown
     assert f"{kernel.name} did not compile" in shown and "(cell line " in shown
+    # Said once: the next grade cell points to it, and the same cell run again says it all.
+    with pytest.raises(exercise.GradeFailed, match=r"did not compile: see test_whole_tiles$"):
+        exercise.assert_correct(kernel.name, "odd")
+    with pytest.raises(exercise.GradeFailed, match=r"cell line"):
+        exercise.assert_correct(kernel.name, "whole tiles")
 
 
 def matmul_ok(A, B):

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+from ..grade import rubric
 from ..grade.submissions import in_cell_lines
 from ..judge.checker import SMALL, SUITE
 from ..judge.timing import gflops as gflops_of
@@ -33,12 +34,23 @@ class GradeFailed(AssertionError):
         return [f"{type(self).__name__}: {self}"]
 
 
-def _evaluate(path, suites: list[str], on: str, timings: int = 0):
-    """verdicts.evaluate for a grade cell: what keeps the kernel from running (a compile
-    error, the #error stub, what the CPU backend cannot run) is its GradeFailed."""
+# The grade cell that showed each kernel source's compile error: the others point to
+# it, so that a notebook says it once, as the batch grader's feedback does.
+_compile_error_shown_by: dict[str, str] = {}
+
+
+def _evaluate(path, suite: str | None, on: str, timings: int = 0):
+    """verdicts.evaluate for the grade cell of `suite` (None: the speed test): what keeps
+    the kernel from running (a compile error, the #error stub, what the CPU backend
+    cannot run) is its GradeFailed."""
+    test = next(t.id for t in rubric.CUDA_TESTS if t.suite == suite)
+    spec = from_file(path)
     try:
-        return evaluate(from_file(path), suites, on, CASE_TIMEOUT_S, timings)
+        return evaluate(spec, [suite or "whole tiles"], on, CASE_TIMEOUT_S, timings)
     except CompileError as e:
+        shown_by = _compile_error_shown_by.setdefault(spec.source, test)
+        if shown_by != test:
+            raise GradeFailed(f"{e.filename} did not compile: see {shown_by}") from None
         raise GradeFailed(in_cell_lines(str(e), e.filename)) from None
     except (NotImplementedYet, BackendUnavailable) as e:
         raise GradeFailed(str(e)) from None
@@ -83,7 +95,7 @@ def check(path, quick: bool = False):
 
 def assert_correct(path, suite: str) -> None:
     """A grade cell: the kernel is right on every shape of `suite` ('whole tiles' or 'odd')."""
-    evaluation = _evaluate(path, [suite], backend())
+    evaluation = _evaluate(path, suite, backend())
     if evaluation.problems[suite]:
         raise GradeFailed(in_cell_lines(evaluation.problems[suite], Path(path).name))
     if evaluation.not_run(suite):
@@ -96,7 +108,7 @@ def assert_fast_enough(path) -> None:
     reason = gpu.unavailable_reason()
     if reason:
         raise GradeFailed(f"the performance test needs a GPU ({reason}): it scores zero here")
-    speed = _evaluate(path, ["whole tiles"], "gpu", timings=1).speed
+    speed = _evaluate(path, None, "gpu", timings=1).speed
     if not speed.passed:
         raise GradeFailed(speed.message)
     print(speed.message)
