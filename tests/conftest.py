@@ -51,6 +51,7 @@ QUICK = {
     "test_architecture",
     "test_bench",
     "test_by_shape",
+    "test_causes",
     "test_checker",
     "test_cli",
     "test_compiler",

@@ -91,7 +91,7 @@ def test_the_planted_class_grades_to_the_points_it_must_score(planted):
         ("carol", "graded", "test_odd_shapes", "past the end of C"),
         ("dave", "graded", "test_whole_tiles", f"did not finish within {TIMEOUT} s"),
         ("erin", "compile error", "test_whole_tiles", f"erin.cu({ERROR_LINE}): error"),
-        ("erin", "compile error", "test_whole_tiles", f'line before, erin.cu({MISSING_LINE}): a'),
+        ("erin", "compile error", "test_whole_tiles", f"line before, erin.cu({MISSING_LINE}): a"),
         ("erin", "compile error", "test_odd_shapes", "see test_whole_tiles"),
         ("frank", "not implemented", "test_whole_tiles", "replace the #error line"),
         ("heidi", "no submission", "test_whole_tiles", "no submission"),

@@ -125,9 +125,7 @@ def _refuse_stub(fn) -> None:
     import inspect
 
     if NOT_IMPLEMENTED in inspect.getsource(fn):
-        raise GradeFailed(
-            f"{NOT_IMPLEMENTED}: write {fn.__name__} where the #error comment stands"
-        )
+        raise GradeFailed(f"{NOT_IMPLEMENTED}: write {fn.__name__} where the #error comment stands")
 
 
 def _matmul_problem(fn, M: int, N: int, K: int) -> str | None:

@@ -90,7 +90,9 @@ def _with_hints(log: str, source: str, filename: str) -> str:
         code = _code(lines[before - 1]) if before else ""
         if not code or code.startswith("#") or code.endswith(_GOES_ON):
             return m.group(0)
-        return f'{m.group(0)}\n  probably the line before, {filename}({before}): a missing "{wanted}"'
+        return (
+            f'{m.group(0)}\n  probably the line before, {filename}({before}): a missing "{wanted}"'
+        )
 
     return _EXPECTED.sub(hint, log)
 
