@@ -32,12 +32,8 @@ class Cause:
     cases: tuple
     of: int
 
-    @property
-    def first(self):
-        return self.cases[0]
-
     def __str__(self) -> str:
-        first, more = self.first, len(self.cases) - 1
+        first, more = self.cases[0], len(self.cases) - 1
         which = f"{len(self.cases)} of {self.of} cases ({first.label} and {more} more)"
         return f"{which if more else first.label}: {first.message}"
 

@@ -246,14 +246,14 @@ class Report:
             f"<p>{escape(text)}</p>"
             for text in [*(str(s) for s in self.skipped), *(f"note: {n}" for n in self.notes)]
         )
-        settings = "".join(
-            f"<br>{name}: {escape(text)}" for name, text in self._settings(verbose=False)
+        settings = "<br>".join(
+            f"{name}: {escape(text)}" for name, text in self._settings(verbose=False)
         )
         return (
             f"<p><b>{escape(self.verdict)}</b></p>"
             + (f"<ul>{listed}</ul>" if listed else "")
             + f"<details><summary>every case: {escape(self.kernel)} on {escape(self.device)} "
-            f"(seed {self.seed})</summary><p>{settings.removeprefix('<br>')}</p>"
+            f"(seed {self.seed})</summary><p>{settings}</p>"
             f"<table>{rows}</table>{extra}</details>"
         )
 
