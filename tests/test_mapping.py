@@ -14,7 +14,7 @@ from autograder.run.kernel import KernelSpec
 # N < K (257x1x33, 40x20x50) keeps a stride of N where K belongs inside A; the
 # others hold several tiles, warps and sub-tiles in every direction.
 SHAPES = (Shape(257, 1, 33), Shape(40, 20, 50), Shape(67, 131, 68), EXACT_SIZE)
-WRONG_ADVICE = ("check the bound on", "enough blocks launched", "repeat every")
+WRONG_ADVICE = ("check the bound", "enough blocks launched", "repeat every")
 
 
 @pytest.mark.parametrize("backend", ["cpu", pytest.param("gpu", marks=pytest.mark.gpu)])
