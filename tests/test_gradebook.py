@@ -164,6 +164,23 @@ def test_a_class_is_refused_only_when_most_define_another_kernel(tmp_path, stray
         batch.roster(root, STEP, Gradebook.of(root, STEP))
 
 
+def test_on_the_cpu_the_summary_and_the_csv_say_7_of_10_were_possible_and_why(tmp_path):
+    root = write_class(tmp_path / "class")
+    first = grade(root)
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert (
+        "0 with full marks (7 of 10 possible on the CPU: speed needs a GPU); unreadable: 2"
+        in first.stdout
+    )
+    rows = read_csv(tmp_path / "class.grades" / STEP.name / "grades.csv")
+    assert [(r["max_points"], r["possible"], r["possible_why"]) for r in rows] == [
+        ("10", "7", "7 of 10 possible on the CPU: speed needs a GPU")
+    ] * 2
+    again = grade(root)  # nothing to do: no count of full marks, no dangling separator
+    assert again.stdout.splitlines()[1].startswith("graded 0 in ")
+    assert again.stdout.splitlines()[1].endswith(" submissions per minute)"), again.stdout
+
+
 def test_a_student_whose_submission_is_gone_keeps_their_grade(tmp_path):
     root = write_class(tmp_path / "class", ["ann", "bob"])
     (root / "cy").mkdir()

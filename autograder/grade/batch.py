@@ -49,16 +49,23 @@ class Summary:
     not_graded: list[str] = field(default_factory=list)  # interrupted, or their worker died
     seconds: float = 0.0
     workers: int = 1
+    backend: str = "gpu"
 
     def __str__(self) -> str:
-        statuses = Counter(g.status for g in self.graded)
-        full = sum(g.total == rubric.MAX_POINTS for g in self.graded)
         rate = len(self.graded) / self.seconds * 60 if self.seconds else 0.0
-        lines = [
+        first = (
             f"graded {len(self.graded)} in {self.seconds:.0f} s with {self.workers} "
-            f"worker{'s' * (self.workers > 1)} ({rate:.1f} submissions per minute); "
-            f"{full} with full marks; "
-            + ", ".join(f"{status}: {n}" for status, n in sorted(statuses.items())),
+            f"worker{'s' * (self.workers > 1)} ({rate:.1f} submissions per minute)"
+        )
+        if self.graded:
+            # Full marks are what this backend can give: on the CPU, speed scores zero.
+            full = sum(g.total == rubric.possible(self.backend) for g in self.graded)
+            short = rubric.short_of_max(self.backend)
+            statuses = Counter(g.status for g in self.graded)
+            first += f"; {full} with full marks" + (f" ({short})" if short else "") + "; "
+            first += ", ".join(f"{status}: {n}" for status, n in sorted(statuses.items()))
+        lines = [
+            first,
             f"skipped {self.skipped} whose grade is current: the same kernel, graded by the "
             + "same grader (--force regrades them)",
         ]
@@ -190,7 +197,10 @@ def run(
         if options.backend == "cpu" and not force:
             _refuse_to_downgrade(book, todo)
         summary = Summary(
-            skipped=len(mine) - len(todo), kept=book.gone(everyone), workers=len(gpus or [None])
+            skipped=len(mine) - len(todo),
+            kept=book.gone(everyone),
+            workers=len(gpus or [None]),
+            backend=options.backend,
         )
         students = [s.student for s in everyone] if write_csv else None
         _grade_all(todo, step, book, options, gpus, students, progress, summary)
