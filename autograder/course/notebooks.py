@@ -306,8 +306,8 @@ def differences(root: Path = ROOT) -> list[str]:
 
 def execute_and_score(path: Path, timeout_s: int = 900):
     """Run a notebook top to bottom (nbclient, errors allowed) and grade it as nbgrader would:
-    a grade cell earns its points when it raises nothing. Returns the executed notebook and
-    {grade_id: (earned, points, error text or "")}."""
+    a grade cell earns its points when it neither raises nor writes to stderr. Returns the
+    executed notebook and {grade_id: (earned, points, error and stderr text, or "")}."""
     import nbformat
     from nbclient import NotebookClient
 
@@ -323,7 +323,11 @@ def execute_and_score(path: Path, timeout_s: int = 900):
     for cell in nb.cells:
         meta = cell.metadata.get("nbgrader", {})
         if cell.cell_type == "code" and meta.get("grade"):
-            errors = [f"{o.ename}: {o.evalue}" for o in cell.outputs if o.output_type == "error"]
+            errors = [
+                f"{o.ename}: {o.evalue}" if o.output_type == "error" else o.text.strip()
+                for o in cell.outputs
+                if o.output_type == "error" or o.get("name") == "stderr"
+            ]
             points = meta["points"]
             scores[meta["grade_id"]] = (0 if errors else points, points, "; ".join(errors))
     return nb, scores
