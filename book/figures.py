@@ -390,12 +390,12 @@ def step_plot(step_id: str):
 
 def exercise(step_id: str) -> Markdown:
     """The chapter's exercise: its notebook, with an Open in Colab badge made from the
-    repository URL in _config.yml (its one home)."""
+    repository URL and release in _config.yml (their one home)."""
+    from autograder.course import repository
     from autograder.course.assignments import assignment
-    from autograder.course.notebooks import colab_url
 
     a = assignment(step_id)
-    colab = colab_url(a.name)
+    colab = repository.read().colab_url(a.name)
     return Markdown(
         f"**Exercise.** Notebook `exercises/{a.name}/{a.name}.ipynb`: write the part of the "
         f"kernel this chapter is about, check it on odd shapes, and see it graded. "

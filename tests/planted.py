@@ -134,3 +134,48 @@ UNSAFE = {
 TRANSPOSED = planted(
     "01", "acc += A[row * K + k] * B[k * N + col];", "acc += A[col * K + k] * B[k * N + row];"
 )
+
+# Index mistakes, each reproduced exactly by one of judge.mapping's hypotheses,
+# with the phrase its message must hold on every backend (and the line it names).
+MAPPING = {
+    "threadIdx.x and threadIdx.y exchanged in the mapping": (
+        planted_all(
+            "03",
+            ("const int row = blockIdx.y * BS + ty;", "const int row = blockIdx.y * BS + tx;"),
+            ("const int col = blockIdx.x * BS + tx;", "const int col = blockIdx.x * BS + ty;"),
+        ),
+        "threadIdx.x and threadIdx.y exchanged), at 03_smem_tiling.cu:21 and 22",
+    ),
+    "a tile of A stored transposed": (
+        planted("03", "As[ty][tx] = (row < M", "As[tx][ty] = (row < M"),
+        "C is what A gives with each of its 32x32 tiles transposed",
+    ),
+    "the warp sub-tile offset missing in B's fragments": (
+        planted(
+            "07",
+            "warpCol * WN + wn * WSUBN + threadCol * TN + n]",
+            "warpCol * WN + threadCol * TN + n]",
+        ),
+        "lacks the warp sub-tile's offset (wn * WSUBN, 32 columns), at 07_warptiling.cu:160",
+    ),
+    "the warp sub-tile offset missing in A's fragments (WMITER = 1 hides it)": (
+        planted(
+            "07",
+            "warpRow * WM + wm * WSUBM + threadRow * TM + m]",
+            "warpRow * WM + threadRow * TM + m]",
+        ),
+        "lacks the warp sub-tile's offset (wm * WSUBM, 32 rows), at 07_warptiling.cu:152",
+    ),
+    "a stride of K where N belongs": (
+        planted("02", "B[k * N + col]", "B[k * K + col]"),
+        "B is read with rows K floats apart (B[k * K + col]), where they are N apart",
+    ),
+    "a stride of N where K belongs": (
+        planted("02", "A[row * K + k]", "A[row * N + k]"),
+        "A is read with rows N floats apart (A[row * N + k]), where they are K apart",
+    ),
+    "the block's row offset missing": (
+        planted("03", "const int row = blockIdx.y * BS + ty;", "const int row = ty;"),
+        "lacks the block's offset (blockIdx.y times the tile's 32 rows), at 03_smem_tiling.cu:21",
+    ),
+}

@@ -22,10 +22,16 @@ def test_an_instructor_can_set_absolute_minimums_per_gpu():
     assert verdicts.threshold(registry.step("06"), "Tesla T4", 1000.0, config)[0] < 1000
 
 
-def test_the_speed_test_scores_zero_without_a_gpu_and_says_why(monkeypatch):
+def test_the_speed_test_scores_zero_without_a_gpu_and_says_why_on_stderr(monkeypatch, capsys):
+    """nbgrader scores a grade cell that writes to stderr zero; raising nothing lets a
+    headless run of a right notebook exit 0 (tests/test_notebooks_execute.py)."""
     monkeypatch.setattr(exercise.gpu, "unavailable_reason", lambda: "no CUDA GPU found")
-    with pytest.raises(AssertionError, match="needs a GPU .no CUDA GPU found.: it scores zero"):
-        exercise.assert_fast_enough(registry.step("03").path)
+    exercise.assert_fast_enough(registry.step("03").path)
+    printed = capsys.readouterr()
+    assert printed.out == ""
+    assert printed.err == (
+        "the performance test needs a GPU (no CUDA GPU found): it scores zero here\n"
+    )
 
 
 def test_a_failing_grade_cell_shows_the_graders_message_alone(tmp_path, monkeypatch):

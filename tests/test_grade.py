@@ -79,8 +79,10 @@ def test_the_planted_class_grades_to_the_points_it_must_score(planted):
         )
         assert got == (whole, odd, 0), student
         assert int(row["total"]) == whole + odd and row["max_points"] == str(rubric.MAX_POINTS)
-        assert row["backend"] == "cpu"
+        assert row["backend"] == "cpu" and row["possible"] == str(rubric.possible("cpu"))
     assert "graded 10 in" in result.stdout
+    # Full marks on the CPU are the 7 points possible there: the correct and the slow.
+    assert "4 with full marks (7 of 10 possible on the CPU: speed needs a GPU)" in result.stdout
 
 
 @pytest.mark.parametrize(

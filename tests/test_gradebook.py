@@ -8,6 +8,7 @@ kernel in them, graded ("unreadable") without compiling anything, so each run
 takes a fraction of a second; tests/test_grade.py grades real kernels.
 """
 
+import contextlib
 import json
 import os
 import shutil
@@ -36,9 +37,9 @@ def write_class(root: Path, students=("ann", "bob")) -> Path:
     return root
 
 
-def grade(root, *args, cwd=ROOT):
+def grade(root, *args, cwd=ROOT, assignment=STEP.id):
     return subprocess.run(
-        [sys.executable, "-m", "autograder", "grade", str(root), "--assignment", STEP.id]
+        [sys.executable, "-m", "autograder", "grade", str(root), "--assignment", assignment]
         + ["--backend", "cpu", "--quiet", *map(str, args)],
         cwd=cwd,
         env={**os.environ, "PYTHONPATH": str(ROOT)},  # this checkout's autograder, from any cwd
@@ -137,6 +138,49 @@ def test_a_run_that_finds_no_submissions_exits_2_and_touches_nothing(
     assert files(tmp_path) == before
 
 
+def test_a_class_graded_as_another_step_is_refused_naming_its_step(tmp_path):
+    """The planted class of step 05 in every layout, graded as step 04 by mistake: each
+    would score zero ("defines no __global__ kernel 'sgemm_blocktiling_1d'"). Refused
+    before anything is written, with the step the class was written for."""
+    from planted_class import write_class as write_planted_class
+
+    write_planted_class(tmp_path / "class")
+    assert (
+        "grade: 6 of the 6 submissions define no kernel sgemm_blocktiling_1d (the kernel of "
+        "04_blocktiling_1d), so each would score zero; 6 define sgemm_blocktiling_2d: grade "
+        "them with --assignment 05_blocktiling_2d, whose kernel that is"
+    ) in refusal(tmp_path, assignment="04")
+    assert not (tmp_path / "class" / "submitted.grades").exists()
+
+
+@pytest.mark.parametrize("strays, refused", [(1, False), (2, False), (3, True)])
+def test_a_class_is_refused_only_when_most_define_another_kernel(tmp_path, strays, refused):
+    """Of four students, `strays` hand in step 03's kernel and the others nothing that
+    defines a kernel at all: those say nothing of which step the class is for."""
+    root = write_class(tmp_path / "class", ["ann", "bob", "cy", "dee"])
+    for student in ["ann", "bob", "cy", "dee"][:strays]:
+        (root / f"{student}.cu").write_text(registry.step("03").source())
+    with pytest.raises(Refused) if refused else contextlib.nullcontext():
+        batch.roster(root, STEP, Gradebook.of(root, STEP))
+
+
+def test_on_the_cpu_the_summary_and_the_csv_say_7_of_10_were_possible_and_why(tmp_path):
+    root = write_class(tmp_path / "class")
+    first = grade(root)
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert (
+        "0 with full marks (7 of 10 possible on the CPU: speed needs a GPU); unreadable: 2"
+        in first.stdout
+    )
+    rows = read_csv(tmp_path / "class.grades" / STEP.name / "grades.csv")
+    assert [(r["max_points"], r["possible"], r["possible_why"]) for r in rows] == [
+        ("10", "7", "7 of 10 possible on the CPU: speed needs a GPU")
+    ] * 2
+    again = grade(root)  # nothing to do: no count of full marks, no dangling separator
+    assert again.stdout.splitlines()[1].startswith("graded 0 in ")
+    assert again.stdout.splitlines()[1].endswith(" submissions per minute)"), again.stdout
+
+
 def test_a_student_whose_submission_is_gone_keeps_their_grade(tmp_path):
     root = write_class(tmp_path / "class", ["ann", "bob"])
     (root / "cy").mkdir()
@@ -185,10 +229,10 @@ def test_a_change_to_the_thresholds_or_the_rubric_regrades_the_class(tmp_path, m
     assert len(run().graded) == 2
 
 
-def refusal(tmp_path, *args):
+def refusal(tmp_path, *args, **options):
     """Grade the class at tmp_path/class: the run must exit 2, say why, and change nothing."""
     before = files(tmp_path)
-    result = grade(tmp_path / "class", *args)
+    result = grade(tmp_path / "class", *args, **options)
     assert result.returncode == 2, result.stdout + result.stderr
     assert files(tmp_path) == before
     return result.stderr

@@ -1,12 +1,20 @@
 """Every exercise notebook runs top to bottom as a learner would run it (here:
 no GPU, so the CPU backend): the setup cell, the check cell; untouched stubs
-say "not implemented yet"; solutions pass every correctness test. Run with the
+say "not implemented yet"; solutions pass every correctness test, and run
+headless without an error (the speed test scores zero and says why, on
+stderr, as nbgrader counts a failure), so `jupyter nbconvert --execute`
+exits 0 for right work and 1 for a stub. Run with the
 interpreter of a Colab-like environment too (see .ci/run), so the widgets are
 proven with ipywidgets 7 and 8.
 
 The explorer cell is tagged skip-execution (see notebooks._explorer_cell), so
 each explorer widget is built here directly instead.
 """
+
+import os
+import shutil
+import subprocess
+import sys
 
 import pytest
 
@@ -15,12 +23,16 @@ from autograder.course.notebooks import ROOT, cell_text, execute_and_score
 from autograder.ladder import registry
 
 pytest.importorskip("nbclient", reason="nbclient is not installed")
+nbformat = pytest.importorskip("nbformat", reason="nbformat is not installed")
 NAMES = [a.name for a in ASSIGNMENTS]
 
 
+def errors_in(cell) -> list:
+    return [o for o in cell.get("outputs", []) if o.output_type == "error"]
+
+
 def errors(nb, grade_id: str) -> list:
-    cell = next(c for c in nb.cells if c.metadata["nbgrader"]["grade_id"] == grade_id)
-    return [o for o in cell.outputs if o.output_type == "error"]
+    return errors_in(next(c for c in nb.cells if c.metadata["nbgrader"]["grade_id"] == grade_id))
 
 
 def run(folder: str, name: str, tmp_path):
@@ -40,9 +52,10 @@ def test_learner_notebook_runs_and_every_stub_says_not_implemented_yet(name, tmp
             continue
         assert earned == 0
         assert "not implemented yet" in error or "needs a GPU" in error, (grade_id, error)
-        # The grader's message alone, as nbgrader records it: no traceback through autograder.
-        (shown,) = errors(nb, grade_id)
-        assert shown.traceback == [error], shown.traceback
+        # A cell that raises shows the grader's message alone, as nbgrader records it: no
+        # traceback through autograder.
+        for shown in errors(nb, grade_id):
+            assert shown.traceback == [f"{shown.ename}: {shown.evalue}"], shown.traceback
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -61,7 +74,34 @@ def test_solution_notebook_earns_every_correctness_point(name, tmp_path):
     nb, scores = run("solutions", name, tmp_path)
     for grade_id, (earned, points, error) in scores.items():
         if grade_id == "test_fast_enough" and "needs a GPU" in error:
+            assert earned == 0 and "it scores zero here" in error
             continue  # scores zero on a machine without a GPU, by design
         assert earned == points, (grade_id, error)
+    raised = [c.metadata["nbgrader"]["grade_id"] for c in nb.cells if errors_in(c)]
+    assert raised == [], "a right notebook must run headless without an error"
     if registry.step(name).is_cuda:
         assert "PASSED" in cell_text(nb, "check"), cell_text(nb, "check")
+
+
+@pytest.mark.parametrize("folder, status", [("solutions", 0), ("exercises", 1)])
+def test_headless_execution_exits_0_for_right_work_without_a_gpu_and_1_for_a_stub(
+    folder, status, tmp_path
+):
+    """What a learner or CI sees from `jupyter nbconvert --execute`: right work exits 0
+    though the speed test could not run; a stub fails its grade cells and exits 1."""
+    pytest.importorskip("nbconvert", reason="nbconvert is not installed")
+    name = "01_naive"
+    copy = tmp_path / f"{name}.ipynb"
+    shutil.copy(ROOT / folder / name / f"{name}.ipynb", copy)
+    result = subprocess.run(
+        [sys.executable, "-m", "nbconvert", "--to", "notebook", "--execute", "--inplace", copy],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},  # the setup cell imports this checkout
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert result.returncode == status, result.stderr[-3000:]
+    if status == 0:
+        speed = cell_text(nbformat.read(copy, as_version=4), "test_fast_enough")
+        assert "the performance test needs a GPU" in speed and "it scores zero here" in speed

@@ -330,19 +330,38 @@ def _parser() -> argparse.ArgumentParser:
         "notebooks",
         help="rebuild the exercise notebooks (instructors)",
         description="Build solutions/ from kernels/ and autograder/course/assignments.py, then "
-        "exercises/ with nbgrader generate_assignment. Needs nbgrader.",
+        "exercises/ with nbgrader generate_assignment. Needs nbgrader. With --repository "
+        "and --release, first set the course's public home in _config.yml: every notebook's "
+        "Open in Colab badge, chapter link and setup cell (which fetches the course where it "
+        "is not installed, as on Colab) then point at that release.",
     )
     n.add_argument(
         "--check",
         action="store_true",
         help="change nothing; exit 1 if solutions/ or exercises/ differ from a build",
     )
+    n.add_argument(
+        "--repository",
+        metavar="URL",
+        help="the course's public GitHub repository, https://github.com/OWNER/NAME",
+    )
+    n.add_argument(
+        "--release",
+        metavar="TAG",
+        help="the git tag (or commit) of that repository the notebooks fetch and link to",
+    )
     return p
 
 
 def _notebooks(args) -> int:
-    from . import notebooks
+    from . import notebooks, repository
 
+    moved = args.repository is not None or args.release is not None
+    if args.check and moved:
+        raise ValueError("--check changes nothing: give --repository or --release without it")
+    if moved:
+        home = repository.write(args.repository, args.release)
+        print(f"_config.yml: the course is {home.url} at {home.release}")
     if args.check:
         stale = notebooks.differences()
         for path in stale:

@@ -22,29 +22,11 @@ from pathlib import Path
 
 from ..grade import rubric
 from ..ladder.registry import KERNEL_DIR, step
+from . import repository
 from .assignments import ASSIGNMENTS, Assignment
 
 ROOT = KERNEL_DIR.parent
-CONFIG = ROOT / "_config.yml"
 _ANCHOR = re.compile(r"^(\s*)(//|#) \[docs:([a-z0-9-]+)\]\s*$")
-
-
-def repository_url(config: Path = CONFIG) -> str:
-    """The repository's URL, from the book's _config.yml (its one home)."""
-    block = re.search(r"^repository:[ \t]*\n((?:[ \t].*\n|[ \t]*\n)*)", config.read_text(), re.M)
-    url = block and re.search(r"^[ \t]+url:[ \t]*(\S+)", block.group(1), re.M)
-    if not url:
-        raise ValueError(f"{config} has no repository: url:")
-    return url.group(1)
-
-
-def colab_url(assignment_name: str, url: str | None = None) -> str:
-    """The "Open in Colab" link of an exercise notebook on the repository's main branch."""
-    owner_repo = re.sub(r"^https://github.com/|\.git$", "", url or repository_url())
-    return (
-        f"https://colab.research.google.com/github/{owner_repo}/blob/main/exercises/"
-        f"{assignment_name}/{assignment_name}.ipynb"
-    )
 
 
 def mark_regions(text: str, regions: list[str], name: str) -> str:
@@ -92,29 +74,11 @@ def _test(nbformat, grade_id: str, points: int, comment: str, code: str, hidden=
     )
 
 
-SETUP = """\
-# Setup: run this first. It works on Colab (with or without a GPU), in a clone
-# of the course repository, and when nbgrader grades the notebook.
-import os, subprocess, sys
-try:
-    import autograder
-except ImportError:  # on Colab: fetch the course once, next to this notebook
-    if not os.path.isdir("sgemm-course"):
-        subprocess.run(["git", "clone", "--depth", "1", "{url}", "sgemm-course"], check=True)
-        # What confines a kernel's native code on the CPU backend (pure Python).
-        confine = ["pyseccomp==0.1.2", "landlock==1.0.0.dev5"]
-        subprocess.run([sys.executable, "-m", "pip", "install", "-q", *confine])
-    sys.path.insert(0, os.path.abspath("sgemm-course"))
-    import autograder
-from autograder.course import exercise, explorers
-exercise.setup()"""
-
-
-def notebook(a: Assignment, url: str):
+def notebook(a: Assignment, home: repository.Repository):
     import nbformat
 
-    colab = colab_url(a.name, url)
-    chapter = f"{url}/blob/main/{a.chapter}.md"
+    colab = home.colab_url(a.name)
+    chapter = home.file_url(f"{a.chapter}.md")
     hints = "\n\n".join(
         f"<details><summary>Hint {i}</summary>\n\n{h}\n\n</details>"
         for i, h in enumerate(a.hints, 1)
@@ -128,7 +92,7 @@ def notebook(a: Assignment, url: str):
             f"{a.idea}",
             "intro",
         ),
-        _cell(nbformat, "code", SETUP.replace("{url}", url), "setup"),
+        _cell(nbformat, "code", repository.setup_cell(home), "setup"),
         _cell(nbformat, "markdown", f"## Your code\n\n{a.task}", "task"),
     ]
     python = not step(a.step).is_cuda
@@ -261,11 +225,11 @@ def build(root: Path = ROOT) -> None:
     """Write solutions/ and, through nbgrader, exercises/ under root."""
     import nbformat
 
-    url = repository_url()
+    home = repository.read()
     for a in ASSIGNMENTS:
         folder = root / "solutions" / a.name
         folder.mkdir(parents=True, exist_ok=True)
-        nbformat.write(notebook(a, url), folder / f"{a.name}.ipynb")
+        nbformat.write(notebook(a, home), folder / f"{a.name}.ipynb")
     for a in ASSIGNMENTS:
         result = subprocess.run(
             [
@@ -306,8 +270,8 @@ def differences(root: Path = ROOT) -> list[str]:
 
 def execute_and_score(path: Path, timeout_s: int = 900):
     """Run a notebook top to bottom (nbclient, errors allowed) and grade it as nbgrader would:
-    a grade cell earns its points when it raises nothing. Returns the executed notebook and
-    {grade_id: (earned, points, error text or "")}."""
+    a grade cell earns its points when it neither raises nor writes to stderr. Returns the
+    executed notebook and {grade_id: (earned, points, error and stderr text, or "")}."""
     import nbformat
     from nbclient import NotebookClient
 
@@ -323,7 +287,11 @@ def execute_and_score(path: Path, timeout_s: int = 900):
     for cell in nb.cells:
         meta = cell.metadata.get("nbgrader", {})
         if cell.cell_type == "code" and meta.get("grade"):
-            errors = [f"{o.ename}: {o.evalue}" for o in cell.outputs if o.output_type == "error"]
+            errors = [
+                f"{o.ename}: {o.evalue}" if o.output_type == "error" else o.text.strip()
+                for o in cell.outputs
+                if o.output_type == "error" or o.get("name") == "stderr"
+            ]
             points = meta["points"]
             scores[meta["grade_id"]] = (0 if errors else points, points, "; ".join(errors))
     return nb, scores

@@ -11,8 +11,9 @@ Grades are saved per student as they arrive (autograder.grade.gradebook); a reru
 skips the students whose grade is current (the same kernel, the same grader),
 so a run that is interrupted, by Ctrl-C or a dead machine, continues where it
 stopped. A run refuses, before it changes anything, what would lose or mix
-grades: a folder with no submissions, a second run of the same class, a CSV or
-feedback folder of something else, GPU grades replaced by CPU ones.
+grades: a folder with no submissions, a class written for another step, a second
+run of the same class, a CSV or feedback folder of something else, GPU grades
+replaced by CPU ones.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..ladder import registry
 from ..ladder.registry import Step
 from . import grading, rubric
 from .gradebook import Gradebook, Refused
@@ -47,16 +49,23 @@ class Summary:
     not_graded: list[str] = field(default_factory=list)  # interrupted, or their worker died
     seconds: float = 0.0
     workers: int = 1
+    backend: str = "gpu"
 
     def __str__(self) -> str:
-        statuses = Counter(g.status for g in self.graded)
-        full = sum(g.total == rubric.MAX_POINTS for g in self.graded)
         rate = len(self.graded) / self.seconds * 60 if self.seconds else 0.0
-        lines = [
+        first = (
             f"graded {len(self.graded)} in {self.seconds:.0f} s with {self.workers} "
-            f"worker{'s' * (self.workers > 1)} ({rate:.1f} submissions per minute); "
-            f"{full} with full marks; "
-            + ", ".join(f"{status}: {n}" for status, n in sorted(statuses.items())),
+            f"worker{'s' * (self.workers > 1)} ({rate:.1f} submissions per minute)"
+        )
+        if self.graded:
+            # Full marks are what this backend can give: on the CPU, speed scores zero.
+            full = sum(g.total == rubric.possible(self.backend) for g in self.graded)
+            short = rubric.short_of_max(self.backend)
+            statuses = Counter(g.status for g in self.graded)
+            first += f"; {full} with full marks" + (f" ({short})" if short else "") + "; "
+            first += ", ".join(f"{status}: {n}" for status, n in sorted(statuses.items()))
+        lines = [
+            first,
             f"skipped {self.skipped} whose grade is current: the same kernel, graded by the "
             + "same grader (--force regrades them)",
         ]
@@ -110,19 +119,46 @@ def shard(submissions: list[Submission], which: tuple[int, int]) -> list[Submiss
 def roster(root: Path, step: Step, book: Gradebook) -> list[Submission]:
     """The class's submissions for `step`. Refuses a folder where no student has one
     (a wrong directory or --assignment, which would otherwise write a gradebook of
-    nobody), and a feedback folder inside the students' folder (find() would take
-    it for a student)."""
+    nobody) or where most define another step's kernel (a wrong --assignment, which
+    would otherwise zero the class), and a feedback folder inside the students' folder
+    (find() would take it for a student)."""
     found = find(root, step)
     folder = students_folder(root)
     if not any(s.path for s in found):
         why = f" (student folders: {len(found)}, none with a file for {step.name})" if found else ""
         raise Refused(f"no submissions found in {folder}{why}")
+    _refuse_another_assignment(found, step)
     if folder.resolve() in book.feedback_dir.resolve().parents:
         raise Refused(
             f"the feedback folder {book.feedback_dir} is inside {folder}, where it would be "
             "taken for a student: give a --json outside it"
         )
     return found
+
+
+def _refuse_another_assignment(found: list[Submission], step: Step) -> None:
+    """Refuse a class most of whose submissions define kernels, none of them the step's:
+    graded as this step, each would score zero as "unreadable". Such a class was written
+    for another step (a wrong --assignment); the kernels it does define name that step.
+    A submission that defines no kernel at all says nothing of which step it is for."""
+    handed_in = [s for s in found if s.path]
+    strays = [k for s in handed_in if (k := s.kernels()) and step.kernel not in k]
+    if 2 * len(strays) <= len(handed_in):
+        return
+    steps = {s.kernel: s for s in registry.STEPS}
+    counts = Counter(name for kernels in strays for name in kernels)
+    # The course's kernel defined most often, else the kernel defined most often.
+    name, count = max(counts.items(), key=lambda item: (item[0] in steps, item[1]))
+    likely = steps.get(name)
+    advice = (
+        f"grade them with --assignment {likely.name}, whose kernel that is"
+        if likely
+        else "check the folder and --assignment"
+    )
+    raise Refused(
+        f"{len(strays)} of the {len(handed_in)} submissions define no kernel {step.kernel} (the "
+        f"kernel of {step.name}), so each would score zero; {count} define {name}: {advice}"
+    )
 
 
 def merge(root: Path, step: Step, book: Gradebook) -> tuple[int, list[str]]:
@@ -161,7 +197,10 @@ def run(
         if options.backend == "cpu" and not force:
             _refuse_to_downgrade(book, todo)
         summary = Summary(
-            skipped=len(mine) - len(todo), kept=book.gone(everyone), workers=len(gpus or [None])
+            skipped=len(mine) - len(todo),
+            kept=book.gone(everyone),
+            workers=len(gpus or [None]),
+            backend=options.backend,
         )
         students = [s.student for s in everyone] if write_csv else None
         _grade_all(todo, step, book, options, gpus, students, progress, summary)

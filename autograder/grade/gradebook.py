@@ -46,6 +46,8 @@ COLUMNS = (
     "assignment",
     "total",
     "max_points",
+    "possible",
+    "possible_why",
     *(t.id for t in rubric.CUDA_TESTS),
     "status",
     "gflops",

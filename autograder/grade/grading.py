@@ -62,11 +62,19 @@ class Grade:
         return sum(t.earned for t in self.tests)
 
     def to_json(self) -> dict:
-        return {**asdict(self), "total": self.total, "max_points": rubric.MAX_POINTS}
+        return {
+            **asdict(self),
+            "total": self.total,
+            "max_points": rubric.MAX_POINTS,
+            # On the CPU the speed test cannot be passed: say so beside the total.
+            "possible": rubric.possible(self.backend),
+            "possible_why": rubric.short_of_max(self.backend),
+        }
 
     @classmethod
     def from_json(cls, data: dict) -> Grade:
-        data = {k: v for k, v in data.items() if k not in ("total", "max_points")}
+        derived = ("total", "max_points", "possible", "possible_why")
+        data = {k: v for k, v in data.items() if k not in derived}
         data["tests"] = [Score(**t) for t in data["tests"]]
         return cls(**data)
 

@@ -43,3 +43,18 @@ CUDA_TESTS = (
     GradedTest("test_fast_enough", 3, "fast enough (needs a GPU)", None),
 )
 MAX_POINTS = sum(t.points for t in CUDA_TESTS)
+
+
+def possible(backend: str) -> int:
+    """The most a kernel can earn on `backend`: on the CPU, nothing is timed, so the
+    speed test's points cannot be earned there."""
+    return sum(t.points for t in CUDA_TESTS if t.suite or backend == "gpu")
+
+
+def short_of_max(backend: str) -> str:
+    """What a grade made on `backend` could not earn, and why ("" when it could earn
+    every point): "7 of 10 possible on the CPU: speed needs a GPU"."""
+    most = possible(backend)
+    if most == MAX_POINTS:
+        return ""
+    return f"{most} of {MAX_POINTS} possible on the {backend.upper()}: speed needs a GPU"

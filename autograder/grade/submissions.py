@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..ladder.registry import Step
+from ..run.kernel import global_kernels
 
 SUFFIXES = (".cu", ".ipynb")
 # A class's grades are kept beside its folder, in <folder>.grades (autograder.grade.gradebook).
@@ -53,6 +54,20 @@ class Submission:
         if self.path and self.path.suffix == ".ipynb":
             return in_cell_lines(text, step.path.name)
         return text
+
+    def kernels(self) -> set[str]:
+        """The __global__ kernels it defines, whatever step it was written for (in a
+        notebook, in any `%%writefile` cell); none when it cannot be read."""
+        if self.problem or self.path is None:
+            return set()
+        try:
+            if self.path.suffix == ".cu":
+                sources = [self.path.read_text(errors="replace")]
+            else:
+                sources = [source for _, source in writefile_cells(self.path)]
+        except (Unreadable, OSError):
+            return set()
+        return {name for source in sources for name in global_kernels(source)}
 
     def fingerprint(self, step: Step) -> str:
         """What identifies this submission's kernel (the gradebook adds the grader's
@@ -114,23 +129,31 @@ def _in_folder(folder: Path, step: Step) -> Submission:
     return Submission(student, chosen[0])
 
 
-def notebook_kernel(path: Path, filename: str) -> str:
-    """The source that the notebook's last `%%writefile <filename>` cell writes."""
+def writefile_cells(path: Path) -> list[tuple[str, str]]:
+    """(file name, source) of each code cell of the notebook that starts with
+    `%%writefile`, in order. Raises Unreadable."""
     import nbformat
 
     try:
         nb = nbformat.read(path, as_version=4)
     except Exception as e:  # noqa: BLE001 - nbformat raises several kinds for a damaged file
         raise Unreadable(f"{path.name} is not a readable notebook ({e})") from None
-    magic = f"%%writefile {filename}"
-    cells = [
-        c.source for c in nb.cells if c.cell_type == "code" and c.source.startswith(magic + "\n")
-    ]
-    if not cells:
-        raise Unreadable(f"{path.name} has no cell that starts with `{magic}`")
-    # The file has the cell's lines after the magic line, so compiler messages
-    # number lines as the learner's own check cell did.
-    return cells[-1][len(magic) + 1 :]
+    cells = []
+    for c in nb.cells:
+        magic, _, source = c.source.partition("\n")
+        if c.cell_type == "code" and magic.startswith("%%writefile "):
+            # The file has the cell's lines after the magic line, so compiler messages
+            # number lines as the learner's own check cell did.
+            cells.append((magic.removeprefix("%%writefile ").strip(), source))
+    return cells
+
+
+def notebook_kernel(path: Path, filename: str) -> str:
+    """The source that the notebook's last `%%writefile <filename>` cell writes."""
+    sources = [source for name, source in writefile_cells(path) if name == filename]
+    if not sources:
+        raise Unreadable(f"{path.name} has no cell that starts with `%%writefile {filename}`")
+    return sources[-1]
 
 
 def in_cell_lines(text: str, filename: str) -> str:

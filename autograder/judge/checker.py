@@ -26,6 +26,7 @@ from typing import Callable
 import numpy as np
 
 from ..run.backends import KernelFault
+from . import mapping
 from .causes import by_cause
 from .diagnose import describe_mismatch
 
@@ -330,10 +331,12 @@ def case_events(
     rng,
     sync: Callable[[], None] = lambda: None,
     input_roundoff: float = 0.0,
+    clues: mapping.Clues = mapping.Clues(None, None),
 ):
     """Run one shape and judge the result: yields Started and Ran around each launch
     of the kernel, then the CaseResult. input_roundoff: how far the kernel rounds
-    each input before multiplying, relative to it (registry.Step)."""
+    each input before multiplying, relative to it (registry.Step); clues: what the
+    diagnosis of an index mistake may know of the kernel (mapping)."""
     M, N, K = shape.M, shape.N, shape.K
     label = f"{shape}, beta={beta:g}"
     A = rng.standard_normal((M, K), dtype=np.float32)
@@ -386,8 +389,22 @@ def case_events(
         yield Ran(0.0)
         again = again_buf[pad : pad + M * N].reshape(M, N)
         raced = bool(((again != got) & ~(xp.isnan(again) & xp.isnan(got))).any())
+    cause = ""
+    if bad.any() and not raced and not before and not after:
+        # An index mistake that reproduces C exactly is the cause (mapping).
+        cause = mapping.diagnose(
+            mapping.Case(
+                *(_host(m).astype(np.float64) for m in (got, A64, B64)),
+                _host(C0).astype(np.float64) if beta else np.zeros((M, N)),
+                ALPHA,
+                beta,
+                _host(tolerance),
+                _host(got == C0),
+            ),
+            clues,
+        )
     message = _explain(
-        xp, got, expected, bad, C0, beta, product, tolerance, before, after, raced
+        xp, got, expected, bad, C0, beta, product, tolerance, before, after, raced, cause
     )  # fmt: skip
     # A split-K reduction (step 09) says what it made of its layers: the real cause.
     layers = getattr(launch, "explain_layers", None)
@@ -403,7 +420,9 @@ def case_events(
     yield CaseResult(shape, beta, False, message, max_error, seconds)
 
 
-def _explain(xp, got, expected, bad, C0, beta, product, tolerance, before, after, raced) -> str:
+def _explain(
+    xp, got, expected, bad, C0, beta, product, tolerance, before, after, raced, cause=""
+) -> str:
     parts = []
     if before or after:
         where = []
@@ -422,7 +441,7 @@ def _explain(xp, got, expected, bad, C0, beta, product, tolerance, before, after
         # where it showed, not a sign of a bad index formula.
         read_nan = bool(xp.isnan(got).any())
         sentence = describe_mismatch(host_bad, host_unwritten, index_hint=not (raced or read_nan))
-        hint = _whole_formula_hint(xp, got, product, C0, beta, tolerance)
+        hint = cause or _whole_formula_hint(xp, got, product, C0, beta, tolerance)
         if hint:
             sentence = hint
         elif bool((got.view(xp.uint32) == UNWRITTEN_SHARED_BITS).any()):
@@ -486,6 +505,7 @@ def iter_suite(
     sync: Callable[[], None] = lambda: None,
     budget: Budget = GPU_BUDGET,
     input_roundoff: float = 0.0,
+    clues: mapping.Clues = mapping.Clues(None, None),
 ):
     """Run every shape with beta = 0 and beta != 0, as far as the budget allows.
 
@@ -512,7 +532,7 @@ def iter_suite(
                 )
                 continue
         for beta in (BETA,) if shape in budget.one_beta else (0.0, BETA):
-            for event in case_events(xp, launch, shape, beta, rng, sync, input_roundoff):
+            for event in case_events(xp, launch, shape, beta, rng, sync, input_roundoff, clues):
                 yield event
             if event.seconds:  # the best rate so far: small cases pay more overhead per flop
                 rate = event.seconds / shape.flops

@@ -31,8 +31,8 @@ from ..isolate.child import Child, Died, Forged, Hung
 from ..run import gpu
 from ..run.backends import BackendUnavailable, LaunchRefused, explain_cuda_error, open_backend
 from ..run.compiler import CompileError
-from ..run.kernel import KernelSpec
-from . import checker, sanitizer, timing
+from ..run.kernel import KernelSpec, template_arguments
+from . import checker, mapping, sanitizer, timing
 from .checker import (
     BETA,
     EXACT_SIZE,
@@ -62,9 +62,32 @@ class GraderFault(RuntimeError):
 
 @dataclass(frozen=True)
 class Check:
-    """Run the kernel on these shapes, beta = 0 and beta != 0 (as the backend's budget allows)."""
+    """Run the kernel on these shapes, beta = 0 and beta != 0 (as the backend's budget
+    allows); every_term: the kernel at its every-term parameters (KernelSpec.every_term)."""
 
     shapes: tuple[Shape, ...]
+    every_term: bool = False
+
+
+# Where the kernel runs at its every-term parameters: partial tiles in every direction.
+EVERY_TERM_SHAPES = (EXACT_SIZE,)
+
+
+def checks(spec: KernelSpec, shapes: tuple[Shape, ...]) -> tuple[Check, ...]:
+    """The Check of these shapes, and where they hold partial tiles and the spec has
+    every-term parameters, the Check that runs the kernel there too."""
+    found = (Check(shapes),)
+    if spec.every_term and set(EVERY_TERM_SHAPES) <= set(shapes):
+        found += (Check(EVERY_TERM_SHAPES, every_term=True),)
+    return found
+
+
+def every_term_label(spec: KernelSpec) -> str:
+    """How a case at the every-term parameters is labelled: 'at WM=64, WN=64'."""
+    ours = template_arguments(spec.source, spec.name_expression)
+    theirs = template_arguments(spec.source, spec.every_term.name_expression)
+    changed = ", ".join(f"{k}={v}" for k, v in theirs.items() if ours.get(k) != v)
+    return f"at {changed}, where every index term counts"
 
 
 @dataclass(frozen=True)
@@ -143,8 +166,10 @@ def _serve(conn, job: Job, scratch) -> None:
     try:
         backend = open_backend(job.backend, scratch)
         references = list({s.reference for s in job.stages if isinstance(s, Time) and s.reference})
-        launch, *loaded = backend.load([job.spec, *references])
-        launches = dict(zip(references, loaded))
+        every_term = any(isinstance(s, Check) and s.every_term for s in job.stages)
+        every = [job.spec.every_term] if every_term else []
+        launch, *loaded = backend.load([job.spec, *references, *every])
+        launches = dict(zip(references + every, loaded))
     except CompileError as e:
         return send(CompileFailed(e.filename, e.log, e.compiler))
     except BackendUnavailable as e:
@@ -160,15 +185,19 @@ def _serve(conn, job: Job, scratch) -> None:
             # Each stage its own inputs: no timing sees what an earlier one saw.
             seed = int(np.random.SeedSequence([job.seed, index]).generate_state(1)[0])
             if isinstance(stage, Check):
+                spec = job.spec.every_term if stage.every_term else job.spec
                 for event in checker.iter_suite(
                     backend.xp,
-                    launch,
+                    launches[spec] if stage.every_term else launch,
                     stage.shapes,
                     seed,
                     backend.sync,
                     checker.BUDGETS[backend.name],
                     job.spec.input_roundoff,
+                    mapping.clues_for(spec),
                 ):
+                    if isinstance(event, CaseResult) and stage.every_term:
+                        event = replace(event, under=every_term_label(job.spec))
                     right &= not isinstance(event, CaseResult) or event.ok
                     send(event)
             elif right:
@@ -403,4 +432,4 @@ def check(
     Raises CompileError, gpu.NoGPU, BackendUnavailable or GraderFault.
     """
     seed = fresh_seed() if seed is None else seed
-    return run(Job(spec, backend, (Check(tuple(shapes)),), seed), case_timeout_s).report
+    return run(Job(spec, backend, checks(spec, tuple(shapes)), seed), case_timeout_s).report

@@ -19,7 +19,7 @@ from ..run.compiler import CompileError
 from ..run.kernel import KernelSpec
 from .causes import by_cause, listed
 from .checker import LARGE, MEDIUM, SMALL, Report, Shape, fresh_seed
-from .job import Check, GraderFault, Job, Time, run, stopped_while_timed
+from .job import GraderFault, Job, Time, checks, run, stopped_while_timed
 from .timing import Samples
 
 # Shapes every tile of the ladder divides exactly: a kernel can be right here
@@ -160,7 +160,7 @@ def evaluate(
     if timings:
         suites = ["whole tiles", *[s for s in suites if s != "whole tiles"]]
     for suite in suites:
-        stages.append(Check(SUITES[suite]))
+        stages += checks(spec, SUITES[suite])
         if timings and suite == "whole tiles":
             config = grading_config()
             step = step_of(spec)

@@ -112,6 +112,11 @@ class Step:
     # The parameters the kernel takes (contract.CONTRACTS): "gemm", or "reduce"
     # for step 09's split-K reduction, which is run inside a GEMM (by_shape).
     contract: str = "gemm"
+    # Parameters (over `params`) at which every term of the kernel's row and column
+    # indices counts, where `params` make one vanish (WMITER = 1 makes wm * WSUBM
+    # always 0): the checker also runs the kernel there, so that an index missing
+    # that term cannot pass (judge.job.checks).
+    every_term: Mapping[str, int] = field(default_factory=dict)
 
     def __post_init__(self):
         if self.language not in LANGUAGES:
@@ -156,6 +161,12 @@ class Step:
                 f"its parameters are {', '.join(self.params)}"
             )
         return replace(self, params={**self.params, **params})
+
+    def at_every_term(self) -> Step | None:
+        """The step at its every_term parameters; None where `params` are those."""
+        if not self.every_term:
+            return None
+        return replace(self.with_params(**self.every_term), every_term={})
 
 
 def _arch_number(arch: str) -> int:
@@ -272,6 +283,10 @@ def _tile_bytes(p: Mapping[str, int], buffers: int = 1) -> int:
     return 4 * buffers * p["BK"] * (p["BM"] + p["BN"])
 
 
+# Steps 07 and 08 at 128x128 blocks of 2x2 warps, each warp 2x2 sub-tiles of 32x32,
+# 4x8 threads of 8x4: each block, warp, sub-tile, thread and element offset counts.
+EVERY_WARP_TERM = dict(BM=128, BN=128, WM=64, WN=64, WNITER=2, TM=8, TN=4)
+
 # The search for steps 07 and 08. TM = 8, TN = 4: measured best for step 08 on
 # the H100 (TN = 8 puts two lanes of a quarter-warp on one bank; TM = 4 was no
 # faster).
@@ -378,6 +393,7 @@ LADDER: tuple[Step, ...] = (
             shared_bytes=_tile_bytes,
             registers=_warp_tile_registers,
         ),
+        every_term=EVERY_WARP_TERM,
     ),
     Step(
         "08",
@@ -392,6 +408,7 @@ LADDER: tuple[Step, ...] = (
             shared_bytes=partial(_tile_bytes, buffers=2),
             registers=_pipelined_registers,
         ),
+        every_term=EVERY_WARP_TERM,
     ),
     Step(
         "09",
@@ -440,6 +457,7 @@ BEYOND: tuple[Step, ...] = (
         params=dict(BM=128, BN=128, BK=16, WM=32, WN=64, WNITER=2, TM=8, TN=4, STAGES=2),
         layout=_warp_tiles,
         min_arch="sm_80",
+        every_term=EVERY_WARP_TERM,
     ),
     Step(
         "11",

@@ -295,7 +295,7 @@ def _launcher(spec: KernelSpec, path: Path):
             len(notes),
         )
         if status:
-            raise KernelFault(_with_hint(message.value.decode(), spec.contract))
+            raise KernelFault(_with_hint(message.value.decode(), spec.contract, spec.source))
         return notes.value.decode() or None
 
     return launch
@@ -313,7 +313,35 @@ def _buffer_of(matrix: np.ndarray):
     return buffer, buffer.size
 
 
-def _with_hint(fault: str, kind: str = "gemm") -> str:
+# Each matrix's row stride, and the sizes that are not (the contract: A is M x K,
+# B is K x N, C is M x N, all row-major).
+_ROW_STRIDE = {"A": ("K", "NM"), "B": ("N", "KM"), "C": ("N", "KM")}
+
+
+def _stride_hint(fault: str, source: str) -> str:
+    """Where a read or write outside a matrix is at a line whose index into it steps
+    by another matrix's size from row to row (B[k * K + col]): that stride, said."""
+    m = re.search(r"\b([ABC])\[\d+\].* at [^:]+:(\d+)", fault)
+    lines = source.splitlines()
+    if not m or not 0 < int(m.group(2)) <= len(lines):
+        return ""
+    matrix, line = m.group(1), lines[int(m.group(2)) - 1]
+    right, wrong = _ROW_STRIDE[matrix]
+    for index in re.findall(rf"\b{matrix}\s*\[([^\]]*)\]", line):
+        stride = re.search(rf"\*\s*([{wrong}])\b|\b([{wrong}])\s*\*", index)
+        if stride:
+            used = stride.group(1) or stride.group(2)
+            return (
+                f"; {matrix}[{index.strip()}] steps {used} floats from row to row, but "
+                f"{matrix}'s rows are {right} floats apart (row-major, {right} columns)"
+            )
+    return ""
+
+
+def _with_hint(fault: str, kind: str = "gemm", source: str = "") -> str:
+    stride = _stride_hint(fault, source)
+    if stride:
+        return fault + stride
     if "misaligned" in fault:
         return fault + ": use scalar accesses where K or N is not a multiple of 4"
     # A failed assert, a read of unwritten shared memory: the message says what to look at.

@@ -39,7 +39,8 @@ def substituted(spec: "KernelSpec", substitutions) -> "KernelSpec":
         if source.count(old) != 1:
             raise NotOnce(f"{old!r} occurs {source.count(old)} times in {spec.filename}, not once")
         source = source.replace(old, new)
-    return replace(spec, source=source)
+    every = spec.every_term and replace(spec.every_term, source=source)
+    return replace(spec, source=source, every_term=every)
 
 
 @dataclass(frozen=True)
@@ -58,10 +59,14 @@ class KernelSpec:
     # that the reduction runs in every case; False: as the dispatcher chooses,
     # as `bench` runs it.
     split_every_case: bool = False
+    # The same kernel at its step's every_term parameters (registry.Step), which
+    # the checker runs too; None where there are none.
+    every_term: "KernelSpec | None" = None
 
     @classmethod
     def from_step(cls, step: Step) -> "KernelSpec":
         _require_cuda(step)
+        every = step.at_every_term()
         return cls(
             step.source(),
             step.path.name,
@@ -70,6 +75,7 @@ class KernelSpec:
             step.input_roundoff,
             contract=step.contract,
             split_every_case=step.contract == "reduce",
+            every_term=cls.from_step(every) if every else None,
         )
 
     @property
@@ -86,6 +92,23 @@ def global_kernels(source: str) -> dict[str, bool]:
     for m in _GLOBAL.finditer(_strip_launch_bounds(_strip_comments(source))):
         found[m.group(2)] = m.group(1) is not None
     return found
+
+
+def template_arguments(source: str, name_expression: str) -> dict[str, int]:
+    """The integer template parameters of the kernel a name expression instantiates,
+    by name: {"BM": 128, ...} for "sgemm_x<128, ...>"; {} for a kernel that is no
+    template, or whose parameters are not plain ints."""
+    name, _, args = name_expression.partition("<")
+    code = _strip_launch_bounds(_strip_comments(source))
+    declared = rf"template\s*<([^>]*)>\s*__global__\s+void\s+{re.escape(name.strip())}\s*\("
+    m = re.search(declared, code)
+    if not m or not args:
+        return {}
+    names = [p.split()[-1] for p in m.group(1).split(",") if p.split()[:1] == ["int"]]
+    values = [a.strip() for a in args.rstrip("> ").split(",")]
+    if len(names) != len(values) or not all(v.lstrip("-").isdigit() for v in values):
+        return {}
+    return {n: int(v) for n, v in zip(names, values, strict=True)}
 
 
 def _strip_comments(source: str) -> str:
@@ -143,7 +166,7 @@ def resolve(
             f"{name} is a template: give --like STEP to instantiate it with "
             f"that step's parameters, or --kernel '{name}<...>'"
         )
-    return f"{name}<{', '.join(str(v) for v in step.params.values())}>", step
+    return _instance(name, step), step
 
 
 def from_file(path: str | Path, **options) -> KernelSpec:
@@ -185,6 +208,15 @@ def from_source(
     judged_as_step = step and (like or not (block or tile))
     roundoff = step.input_roundoff if judged_as_step else 0.0
     kind = step.contract if step else "gemm"
+    # A template instantiated at the step's parameters is checked at its every-term
+    # parameters too; one whose arguments were given is checked as given.
+    every = step.at_every_term() if step and judged_as_step else None
+    name = expression.split("<")[0]
+    every_term = None
+    if every and "<" in expression and expression == _instance(name, step):
+        every_term = KernelSpec(
+            source, filename, _instance(name, every), every.geometry, roundoff, contract=kind
+        )
     return KernelSpec(
         source,
         filename,
@@ -194,7 +226,12 @@ def from_source(
         bool(block or tile),
         kind,
         kind == "reduce",
+        every_term,
     )
+
+
+def _instance(name: str, step: Step) -> str:
+    return f"{name}<{', '.join(str(v) for v in step.params.values())}>"
 
 
 def _guess_step(filename: str, kernel: str, like: str | None) -> Step | None:

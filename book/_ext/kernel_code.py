@@ -103,8 +103,8 @@ def exercise_launch_button(app, pagename, templatename, context, doctree):
     buttons = context.get("header_buttons")
     if not buttons:
         return
+    from autograder.course import repository
     from autograder.course.assignments import ASSIGNMENTS
-    from autograder.course.notebooks import colab_url
 
     assignment = next((a for a in ASSIGNMENTS if a.chapter == pagename), None)
     for group in [b for b in buttons if b.get("label") == "launch-buttons"]:
@@ -113,7 +113,7 @@ def exercise_launch_button(app, pagename, templatename, context, doctree):
             if assignment is None:
                 group["buttons"].remove(link)
             else:
-                link["url"] = colab_url(assignment.name)
+                link["url"] = repository.read().colab_url(assignment.name)
                 link["tooltip"] = "Open this chapter's exercise notebook in Colab"
         if not group["buttons"]:
             buttons.remove(group)
