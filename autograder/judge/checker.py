@@ -390,8 +390,9 @@ def case_events(
         again = again_buf[pad : pad + M * N].reshape(M, N)
         raced = bool(((again != got) & ~(xp.isnan(again) & xp.isnan(got))).any())
     cause = ""
-    if bad.any() and not raced and not before and not after:
-        # An index mistake that reproduces C exactly is the cause (mapping).
+    if bad.any() and not before and not after:
+        # An index mistake that reproduces C exactly is the cause (mapping); where the
+        # result changed between runs, only one that makes blocks race can be.
         cause = mapping.diagnose(
             mapping.Case(
                 *(_host(m).astype(np.float64) for m in (got, A64, B64)),
@@ -402,6 +403,7 @@ def case_events(
                 _host(got == C0),
             ),
             clues,
+            raced,
         )
     message = _explain(
         xp, got, expected, bad, C0, beta, product, tolerance, before, after, raced, cause
@@ -413,10 +415,12 @@ def case_events(
     if note:
         message += f"; {note}"
     if raced:
-        message = (
-            "the result changes between two runs on the same input: threads race "
-            "(most often a missing __syncthreads()); " + message
+        why = (
+            "blocks store to the same elements"
+            if cause
+            else ("threads race (most often a missing __syncthreads())")
         )
+        message = f"the result changes between two runs on the same input: {why}; {message}"
     yield CaseResult(shape, beta, False, message, max_error, seconds)
 
 

@@ -208,11 +208,13 @@ class Case:
         return bool((close | np.isnan(candidate) & np.isnan(self.got)).all())
 
 
-def diagnose(case: Case, clues: Clues) -> str:
-    """The index mistake that reproduces C, in a sentence; '' when none does."""
+def diagnose(case: Case, clues: Clues, raced: bool = False) -> str:
+    """The index mistake that reproduces C, in a sentence; '' when none does. raced:
+    C changed between two runs, which only a mistake that has blocks store to the
+    same elements explains (any other is a race of its own, not reproduced)."""
     if case.got.size > MAX_ELEMENTS or case.got.size < 4:
         return ""
-    for hypothesis in _HYPOTHESES:
+    for hypothesis in _RACING if raced else _HYPOTHESES:
         said = hypothesis(case, clues.terms, clues.source)
         if said:
             return said
@@ -380,6 +382,7 @@ def _tile_transposed(case: Case, terms: Terms | None, source: Source | None) -> 
     return ""
 
 
+_RACING = (_block_offset_missing,)
 _HYPOTHESES = (
     _block_offset_missing,
     _same_value_per_tile,
