@@ -303,9 +303,9 @@ def _same_value_per_tile(case: Case, terms: Terms | None, source: Source | None)
     tiles = padded.reshape(Mp // rows, rows, Np // cols, cols)
     values = np.nanmax(tiles, axis=(1, 3))
     spread = values - np.nanmin(tiles, axis=(1, 3))
-    # One value per tile, and not one for all of C (a kernel that sums nothing
-    # leaves zeros everywhere: not this mistake).
-    if not (spread <= 2 * case.tolerance.max()).all() or np.ptp(values) == 0:
+    # One value per tile, and not zero (a kernel that sums nothing leaves zeros
+    # everywhere: not this mistake).
+    if not (spread <= 2 * case.tolerance.max()).all() or not values.any():
         return ""
     where = ""
     if source:
