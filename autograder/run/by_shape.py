@@ -6,10 +6,12 @@ give a 512^2 C 16 blocks, for an H100's 132 SMs. The dispatcher answers with
 smaller tiles (more blocks, each reusing its loads less) and with split-K (S
 layers of blocks, each multiplying 1/S of K into its own partial product, which
 step 09's kernel then adds up: S times the blocks, for S matrices of M x N
-written and read back).
+written and read back). A large C whose biggest tiles fill the last wave of
+blocks unevenly is cut across instead (Bands): the rows that make whole waves,
+then the rows below them, each a product of its own.
 
 What to choose is measured, not guessed: `python -m autograder tune 09` times
-the candidates on one shape per class of shapes on the GPU at hand, and writes
+the candidates at four shapes per class of shapes on the GPU at hand, and writes
 the best into book/data/dispatch_<gpu>.json. Where no table was measured (a
 GPU nobody tuned on), a rule of thumb decides (`rule_of_thumb`); the CPU backend,
 with no speed to choose for, runs every tile shape in turn (`in_turn`).
@@ -426,9 +428,8 @@ def compose(
                     f"C's rows {first} to {end - 1} were a product of their own "
                     f"(M = {done['rows']} there, row i of it C's row {first} + i); "
                 )
-            if getattr(tolerance, "ndim", 0) == 2:
-                tolerance = tolerance[band]
-            said = explain_split(xp, got[band], C0[band], alpha, beta, tolerance, done)
+            tol = tolerance[band] if getattr(tolerance, "ndim", 0) == 2 else tolerance
+            said = explain_split(xp, got[band], C0[band], alpha, beta, tol, done)
             if said:
                 return where + said
         return ""
