@@ -142,6 +142,7 @@ def test_a_plan_of_big_tiles_takes_the_one_that_covers_a_skinny_c_in_fewer_tiles
         for measured in by_shape.BIG_TILES:
             assert table({cls: Plan(measured, 8)}).choose(M, N, 4096).tiles == tiles
 
+
 def test_a_table_naming_tiles_the_dispatcher_lacks_is_refused():
     text = table({(0, 0, 1): Plan("128x128", 1)}).to_json().replace("128x128", "96x96")
     with pytest.raises(ValueError, match="96x96"):
