@@ -1410,13 +1410,13 @@ def dispatch_table() -> Markdown:
         lines = [
             f"**{table.gpu}** ({table.sms} SMs), {table.measured}:",
             "",
-            "| class (its measured shape) | plan | % of cuBLAS | 08 alone |",
-            "|---|---|---:|---:|",
+            "| class (its measured shape) | rows of A and B | plan | % of cuBLAS | 08 alone |",
+            "|---|---|---|---:|---:|",
         ]
         for r in tune_plans.class_results(table, timings):
             lines.append(
-                f"| {_size_label(r.shape)} | {r.plan} | {r.pct_cublas:.1f}% "
-                f"| {r.alone_pct_cublas:.1f}% |"
+                f"| {_size_label(r.shape)} | {'aligned' if r.aligned else 'unaligned'} "
+                f"| {r.plan} | {r.pct_cublas:.1f}% | {r.alone_pct_cublas:.1f}% |"
             )
         parts.append("\n".join(lines))
     return Markdown(

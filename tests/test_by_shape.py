@@ -14,7 +14,7 @@ from autograder.ladder import registry
 from autograder.ladder.hardware import GPUS
 from autograder.measure import bench, tune_plans
 from autograder.run import by_shape, compiler, contract
-from autograder.run.by_shape import Plan, Table
+from autograder.run.by_shape import Bands, Plan, Table
 
 H100, T4 = GPUS["H100 SXM"]["sms"], GPUS["Tesla T4"]["sms"]
 SWEEP = [bench.parse_size(s) for s in bench.sweep_sizes()]
@@ -67,10 +67,15 @@ def test_shape_classes_cover_every_shape_and_each_class_is_measured_inside_itsel
         assert len(set(samples)) == 4
         for M, N, K in samples:
             assert by_shape.shape_class(M, N, K, sms) == cls
-            assert M % 2 == N % 2 == K % 2 == 1  # odd: partial tiles and a ragged K
-    assert by_shape.shape_class(1, 1, 1, sms) == (0, 0)
+            if cls[2]:  # aligned rows, still partial tiles and a ragged K
+                assert M % 8 == N % 8 == K % 8 == 4
+            else:  # odd: partial tiles, a ragged K, and rows of A and B unaligned
+                assert M % 2 == N % 2 == K % 2 == 1
+    assert by_shape.shape_class(1, 1, 1, sms) == (0, 0, 0)
+    assert by_shape.shape_class(4, 4, 4, sms) == (0, 0, 1)
     last = (len(by_shape.WAVES_MEASURED) - 1, len(by_shape.K_MEASURED) - 1)
-    assert by_shape.shape_class(8192, 8192, 65536, sms) == last
+    assert by_shape.shape_class(8192, 8192, 65536, sms) == (*last, 1)
+    assert by_shape.shape_class(8192, 8191, 65536, sms) == (*last, 0)
 
 
 def table(plans) -> Table:
@@ -88,35 +93,64 @@ def test_a_table_keeps_its_classs_block_count_and_is_read_back_as_written():
     assert t.choose(128, 4096, 4096) == plan  # deterministic
     assert Table.from_json(t.to_json()) == t
     # A class the table lacks falls back on the rule of thumb.
-    assert t.choose(3001, 2999, 3003) == by_shape.rule_of_thumb(3001, 2999, 3003, H100)
+    assert t.choose(1001, 777, 513) == by_shape.rule_of_thumb(1001, 777, 513, H100)
     # A class measured best unsplit stays unsplit, whatever its shape.
-    big = table({by_shape.shape_class(2200, 4200, 4096, H100): Plan("256x128", 1)})
-    assert big.choose(2200, 4200, 4096) == Plan("256x128", 1)
+    big = table({by_shape.shape_class(1400, 1400, 4096, H100): Plan("64x128", 1)})
+    assert big.choose(1400, 1400, 4096) == Plan("64x128", 1)
 
 
-@pytest.mark.parametrize("shape", [(2048, 2048, 2048), (4096, 4096, 128), (8192, 8192, 256)])
-def test_where_step_08s_tiles_fill_the_waves_evenly_its_own_plan_is_chosen(shape):
-    # 128, 512 and 2048 tiles of 256 x 128 for 132 SMs: 97% of the SMs' turns used.
-    assert by_shape.wave_fill(*shape[:2], "256x128", H100) > by_shape.EVEN_WAVES
+@pytest.mark.parametrize(
+    "shape, tiles",
+    [
+        ((2048, 2048, 2048), "128x256"),
+        ((4096, 4096, 128), "128x256"),
+        ((8192, 8192, 256), "128x256"),
+        ((4095, 4097, 4093), "256x128"),  # 544 tiles of 128 x 256, 528 of 256 x 128
+    ],
+)
+def test_where_one_of_the_big_tiles_fills_the_waves_evenly_it_is_chosen(shape, tiles):
+    # 128, 512, 2048 and 528 tiles for 132 SMs: at least 97% of the SMs' turns used.
+    assert by_shape.wave_fill(*shape[:2], tiles, H100) > by_shape.EVEN_WAVES
     elsewhere = table({by_shape.shape_class(*shape, H100): Plan("64x128", 2)})
-    assert elsewhere.choose(*shape) == Plan("256x128", 1)
+    assert elsewhere.choose(*shape) == Plan(tiles, 1)
 
 
-def test_tiles_short_of_a_wave_or_filling_it_unevenly_leave_the_choice_to_the_table():
-    assert by_shape.wave_fill(512, 512, "256x128", H100) == 8 / 132  # most SMs idle
+def test_whole_waves_of_big_tiles_and_the_rows_below_them_are_products_of_their_own():
     assert by_shape.wave_fill(3001, 2999, "256x128", H100) == 288 / (3 * 132)
-    cls = by_shape.shape_class(3001, 2999, 3003, H100)
-    assert table({cls: Plan("64x128", 1)}).choose(3001, 2999, 3003) == Plan("64x128", 1)
+    assert by_shape.wave_fill(3001, 2999, "128x256", H100) == 288 / (3 * 132)
+    # 11 rows of 24 tiles of 256 x 128: 264 blocks, two whole waves.
+    assert by_shape.whole_waves(3001, 2999, H100) == (2816, "128x256")
+    rest = by_shape.shape_class(3001 - 2816, 2999, 3003, H100)
+    plan = table({rest: Plan("64x128", 1)}).choose(3001, 2999, 3003)
+    assert plan == Bands(2816, Plan("128x256", 1), Plan("64x128", 1))
+    # A short K is the table's, bands or not.
+    cls = by_shape.shape_class(3001, 2999, 200, H100)
+    assert table({cls: Plan("64x64", 1)}).choose(3001, 2999, 200) == Plan("64x64", 1)
+    # Less than a wave of big tiles: no band to take apart.
+    assert by_shape.whole_waves(1001, 777, H100) is None
+
+
+def test_tiles_short_of_a_wave_leave_the_choice_to_the_table():
+    assert by_shape.wave_fill(512, 512, "256x128", H100) == 8 / 132  # most SMs idle
+    cls = by_shape.shape_class(512, 512, 512, H100)
+    assert table({cls: Plan("64x128", 2)}).choose(512, 512, 512) == Plan("64x128", 2)
+
+
+def test_a_plan_of_big_tiles_takes_the_one_that_covers_a_skinny_c_in_fewer_tiles():
+    for M, N, tiles in ((128, 4096, "128x256"), (4096, 128, "256x128")):
+        cls = by_shape.shape_class(M, N, 4096, H100)
+        for measured in by_shape.BIG_TILES:
+            assert table({cls: Plan(measured, 8)}).choose(M, N, 4096).tiles == tiles
 
 
 def test_a_table_naming_tiles_the_dispatcher_lacks_is_refused():
-    text = table({(0, 0): Plan("128x128", 1)}).to_json().replace("128x128", "96x96")
+    text = table({(0, 0, 1): Plan("128x128", 1)}).to_json().replace("128x128", "96x96")
     with pytest.raises(ValueError, match="96x96"):
         Table.from_json(text)
 
 
 def test_a_table_measured_for_other_shape_classes_is_refused():
-    data = json.loads(table({(0, 0): Plan("128x128", 1)}).to_json())
+    data = json.loads(table({(0, 0, 1): Plan("128x128", 1)}).to_json())
     data["k_bounds"] = [256, 1024, 4096, 16384]
     with pytest.raises(ValueError, match="tune 09"):
         Table.from_json(json.dumps(data))
@@ -130,7 +164,12 @@ def test_a_gpu_without_a_table_gets_the_rule_of_thumb():
 def test_graded_runs_split_every_shape_of_the_suite_in_two_to_four_layers():
     layers = {by_shape.graded_splits(s.M, s.N, s.K) for s in SMALL}
     assert layers == {2, 3, 4}
-    assert {by_shape.in_turn(s.M, s.N, s.K).tiles for s in SMALL} == set(by_shape.TILES)
+    # Each shape of the suite runs twice (beta = 0 and not): every tile shape, alone
+    # and over the top half of C, in one pass of the suite.
+    choose = by_shape.in_turn()
+    plans = [choose(s.M, s.N, s.K) for s in SMALL for _ in range(2)]
+    assert {p.tiles for p in plans if isinstance(p, Plan)} == set(by_shape.TILES)
+    assert {p.top.tiles for p in plans if isinstance(p, Bands)} == set(by_shape.TILES)
 
 
 def test_the_tuner_keeps_the_plan_best_across_its_class_and_right_at_every_shape():
@@ -148,7 +187,7 @@ def test_the_tuner_keeps_the_plan_best_across_its_class_and_right_at_every_shape
     assert set(plans) == set(tune_plans.classes())
     for cls, plan in plans.items():
         assert plan.tiles != "64x64"
-        rows = [t for t in timings if (t.waves, t.k) == cls]
+        rows = [t for t in timings if (t.waves, t.k, t.aligned) == cls]
         assert {(t.M, t.N, t.K) for t in rows} == set(by_shape.sample_shapes(cls, H100))
         # Each timing ran the candidate as the dispatcher scales it to that shape.
         for t in rows:
@@ -168,7 +207,7 @@ def test_a_table_from_an_older_dispatcher_warns_and_falls_back_on_the_rule_of_th
     tmp_path, monkeypatch
 ):
     monkeypatch.setattr(registry, "DATA_DIR", tmp_path)
-    stale = json.loads(table({(0, 0): Plan("128x128", 1)}).to_json()) | {"version": 1}
+    stale = json.loads(table({(0, 0, 1): Plan("128x128", 1)}).to_json()) | {"version": 1}
     by_shape.table_path("Old GPU").write_text(json.dumps(stale))
     with pytest.warns(UserWarning, match="version 1.*rule of thumb"):
         choose = by_shape.chooser("Old GPU", H100)
@@ -212,6 +251,28 @@ def test_on_a_gpu_every_tile_shape_is_right_on_the_whole_suite(tiles, splits):
     # The large shape runs with beta != 0 only (Budget.one_beta), the others with both.
     assert len(results) == sum(1 if s in budget.one_beta else 2 for s in checker.SUITE)
     assert all(r.ok for r in results), [f"{r.label}: {r.message}" for r in results if not r.ok]
+
+
+@pytest.mark.gpu
+def test_on_a_gpu_bands_of_rows_are_right_on_the_whole_suite():
+    import cupy
+
+    from autograder.judge import checker
+    from autograder.run.backends import gpu_launcher
+
+    def choose(M, N, K):  # the top half of C's rows unsplit, the rest split in 3
+        if M < 2:
+            return Plan("256x128", 3)
+        return Bands((M + 1) // 2, Plan("128x256", 1), Plan("64x64w8", 3))
+
+    spec = replace(KernelSpec.from_step(registry.step("09")), split_every_case=False)
+    launch = gpu_launcher(spec, choose=choose)
+    sync = cupy.cuda.Device().synchronize
+    events = list(checker.iter_suite(cupy, launch, checker.SUITE, 1, sync, checker.GPU_BUDGET))
+    results = [e for e in events if isinstance(e, checker.CaseResult)]
+    assert results and all(r.ok for r in results), [
+        f"{r.label}: {r.message}" for r in results if not r.ok
+    ]
 
 
 def test_tune_09_dry_run_lists_every_class_and_its_plans_without_a_gpu(capsys):

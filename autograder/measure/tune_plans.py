@@ -36,6 +36,7 @@ WAVES_AT_MOST = 4
 class Timing:
     waves: int  # the shape class
     k: int
+    aligned: int
     M: int
     N: int
     K: int
@@ -65,13 +66,15 @@ def candidates(shape: tuple[int, int, int], sms: int) -> list[Plan]:
     ]
 
 
-def classes() -> list[tuple[int, int]]:
+def classes() -> list[tuple[int, int, int]]:
     return list(
-        itertools.product(range(len(by_shape.WAVE_BOUNDS) + 1), range(len(by_shape.K_BOUNDS) + 1))
+        itertools.product(
+            range(len(by_shape.WAVE_BOUNDS) + 1), range(len(by_shape.K_BOUNDS) + 1), (0, 1)
+        )
     )
 
 
-def trials(cls: tuple[int, int], sms: int) -> list[tuple[Plan, tuple[int, int, int], Plan]]:
+def trials(cls: tuple[int, int, int], sms: int) -> list[tuple[Plan, tuple[int, int, int], Plan]]:
     """(candidate, shape, the candidate scaled to that shape) for every time a class's
     search runs a plan."""
     reference = by_shape.measured_shape(cls, sms)
@@ -86,7 +89,7 @@ def search(
     sms: int,
     time_plan: Callable[[tuple[int, int, int], Plan], tuple[float, str]],
     time_cublas: Callable[[tuple[int, int, int]], float],
-) -> tuple[dict[tuple[int, int], Plan], list[Timing]]:
+) -> tuple[dict[tuple[int, int, int], Plan], list[Timing]]:
     """Every class's best plan, and every timing. time_plan(shape, plan) returns the
     plan's GFLOP/s and why its output was wrong ('' when right); a plan wrong at any
     of its class's shapes is never chosen."""
@@ -114,11 +117,11 @@ def search(
     return {cls: plan for cls, plan in plans.items() if plan}, timings
 
 
-def by_candidate(cls: tuple[int, int], timings: list[Timing]) -> dict[Plan, list[Timing]]:
+def by_candidate(cls: tuple[int, int, int], timings: list[Timing]) -> dict[Plan, list[Timing]]:
     """A class's timings, grouped by the candidate (its layers at the measured shape)."""
     groups: dict[Plan, list[Timing]] = {}
     for t in timings:
-        if (t.waves, t.k) == cls:
+        if (t.waves, t.k, t.aligned) == cls:
             groups.setdefault(Plan(t.tiles, t.class_splits), []).append(t)
     return groups
 
@@ -128,7 +131,7 @@ def mean_share(rows: list[Timing]) -> float:
     return geometric_mean(t.share for t in rows)
 
 
-def best_plan(cls: tuple[int, int], timings: list[Timing]) -> Plan | None:
+def best_plan(cls: tuple[int, int, int], timings: list[Timing]) -> Plan | None:
     """The candidate right at every shape of the class with the best mean_share."""
     right = {p: ts for p, ts in by_candidate(cls, timings).items() if not any(t.wrong for t in ts)}
     if not right:
@@ -208,6 +211,7 @@ class ClassResult:
     over the class's shapes, beside step 08 alone (128 x 128 tiles, unsplit)."""
 
     shape: tuple[int, int, int]  # the class's measured shape, where its layers are counted
+    aligned: bool  # the class's rows of A and B start on 16 bytes (by_shape.aligned)
     plan: Plan
     pct_cublas: float
     alone_pct_cublas: float
@@ -223,7 +227,13 @@ def class_results(table: Table, timings: list[Timing]) -> list[ClassResult]:
         alone = groups[Plan(by_shape.MEASURE_TILES, 1)]
         shape = by_shape.measured_shape(cls, table.sms)
         results.append(
-            ClassResult(shape, plan, 100 * mean_share(groups[plan]), 100 * mean_share(alone))
+            ClassResult(
+                shape,
+                bool(cls[2]),
+                plan,
+                100 * mean_share(groups[plan]),
+                100 * mean_share(alone),
+            )
         )
     return results
 
@@ -238,8 +248,9 @@ def summary(table: Table, timings: list[Timing]) -> str:
     ]
     for r in class_results(table, timings):
         shape = "x".join(map(str, r.shape))
+        rows = "aligned" if r.aligned else "unaligned"
         lines.append(
-            f"  {shape:<18} {r.plan!s:<28} {r.pct_cublas:5.1f}% of cuBLAS,"
+            f"  {shape:<18} {rows:<10} {r.plan!s:<30} {r.pct_cublas:5.1f}% of cuBLAS,"
             f" 08 alone {r.alone_pct_cublas:5.1f}%"
         )
     return "\n".join(lines)

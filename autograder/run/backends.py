@@ -285,7 +285,7 @@ class CpuBackend(Backend):
             buffer = np.full(n + 2 * WORKSPACE_PAD, np.nan, dtype=np.float32)
             return buffer[WORKSPACE_PAD : WORKSPACE_PAD + n]
 
-        return by_shape.compose(by_shape.in_turn, gemms, reduce, workspace, split_every_case)
+        return by_shape.compose(by_shape.in_turn(), gemms, reduce, workspace, split_every_case)
 
 
 def resolve(requested: str = "auto") -> str:

@@ -6,10 +6,12 @@ give a 512^2 C 16 blocks, for an H100's 132 SMs. The dispatcher answers with
 smaller tiles (more blocks, each reusing its loads less) and with split-K (S
 layers of blocks, each multiplying 1/S of K into its own partial product, which
 step 09's kernel then adds up: S times the blocks, for S matrices of M x N
-written and read back).
+written and read back). A large C whose biggest tiles fill the last wave of
+blocks unevenly is cut across instead (Bands): the rows that make whole waves,
+then the rows below them, each a product of its own.
 
 What to choose is measured, not guessed: `python -m autograder tune 09` times
-the candidates on one shape per class of shapes on the GPU at hand, and writes
+the candidates at four shapes per class of shapes on the GPU at hand, and writes
 the best into book/data/dispatch_<gpu>.json. Where no table was measured (a
 GPU nobody tuned on), a rule of thumb decides (`rule_of_thumb`); the CPU backend,
 with no speed to choose for, runs every tile shape in turn (`in_turn`).
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import bisect
 import functools
+import itertools
 import json
 import math
 import warnings
@@ -33,25 +36,32 @@ from .kernel import KernelSpec
 # The tile shapes the dispatcher chooses from: step 08's kernel at these
 # parameters, biggest tiles first. Each is within the T4's limits and compiles
 # without spilling for sm_75 and sm_90 (tests/test_by_shape.py). 256x128 is
-# step 08's own; 128x128 has the same warps in blocks of half the size:
-# twice as many blocks, two of them per SM. The two small ones have four warps
-# of 32 x 32 or 32 x 64. The search's fastest at 4096^3 had one and two
-# warps of 64 x 64, but on small shapes a block's warps are all that an SM may
-# get: on the sweep's eight smallest, four warps with fewer accumulators each
-# were as fast or faster at every shape, 1.5 times as fast at 128^3 (H100,
-# 2026-11-23).
+# step 08's own, 128x256 the same warps side by side; 128x128 has the same
+# warps in blocks of half the size: twice as many blocks, two of them per SM.
+# 64x128 and 64x64 have four warps of 32 x 64 or 32 x 32. The search's fastest
+# at 4096^3 had one and two warps of 64 x 64, but on small shapes a block's
+# warps are all that an SM may get: on the sweep's eight smallest, four warps
+# with fewer accumulators each were as fast or faster at every shape, 1.5 times
+# as fast at 128^3 (H100, 2026-11-23). The two smallest go further, with warps
+# of 16 x 32 and 4 x 4 floats a thread (TM = TN = 4: 16 accumulators), eight
+# warps in 64x64w8, four in 32x64w4: 128^3 ran 1.2 times as fast again as with
+# 64x64, and 333x777x129 1.2 times (H100, 2026-11-24, GPU time).
 TILES: dict[str, dict[str, int]] = {
     "256x128": dict(registry.step("08").params),
+    "128x256": dict(registry.step("08").params, BM=128, BN=256, WM=32, WN=64),
     "128x128": dict(registry.step("08").params, BM=128),
     "64x128": dict(BM=64, BN=128, BK=16, WM=32, WN=64, WNITER=2, TM=8, TN=4),
     "64x64": dict(BM=64, BN=64, BK=16, WM=32, WN=32, WNITER=1, TM=8, TN=4),
+    "64x64w8": dict(BM=64, BN=64, BK=16, WM=16, WN=32, WNITER=1, TM=4, TN=4),
+    "32x64w4": dict(BM=32, BN=64, BK=16, WM=16, WN=32, WNITER=1, TM=4, TN=4),
 }
 # The tiles a shape class is measured in (waves of them per GPU).
 MEASURE_TILES = "128x128"
 # A shape's class: how many waves of 128 x 128 tiles its C makes on the GPU at
 # hand (up to a quarter, up to one, up to four, more) ...
 WAVE_BOUNDS = (0.25, 1.0, 4.0)
-# ... and how long its K is (up to 256, 2048, 8192, longer).
+# ... how long its K is (up to 256, 2048, 8192, longer), and whether the rows of
+# A and B are aligned (see aligned).
 K_BOUNDS = (256, 2048, 8192)
 # A class's plan counts its layers at this shape (measured_shape): waves of
 # 128 x 128 tiles, and K. At any other shape of the class they are scaled.
@@ -65,17 +75,20 @@ K_SAMPLED_FROM, K_SAMPLED_TO = 64, 65536
 # Each layer keeps at least this many BK-wide slices of K: a shorter one spends
 # more on filling its pipeline and writing its partial product than on FMAs.
 MIN_SLICES_PER_LAYER = 4
-# Where step 08's own tiles (OWN_TILES, one block per SM) fill the GPU's waves this
-# evenly or better, nothing the table could choose is faster: a smaller tile
-# reuses each load less, and a layer of K adds traffic without adding blocks
-# that have an SM to run on. A class's plan is chosen across its whole range of
-# shapes, where this luck does not hold; at 2048^3 on an H100 (128 tiles for 132
-# SMs) the class's 64 x 128 tiles ran at 74.8% of cuBLAS and step 08 at 97.4%
-# (GPU time, 2026-11-24).
-OWN_TILES = "256x128"
+# The tiles of one block per SM, the fastest first: at 4096^3 128x256 ran at
+# 99.6% of cuBLAS and 256x128 at 98.6%, at 8192^3 100.1% and 97.8% (H100,
+# 2026-11-24, GPU time). Where one of them fills the GPU's waves this evenly or
+# better, little the table could choose is faster: a smaller tile reuses each
+# load less, and a layer of K adds traffic without adding blocks that have an SM
+# to run on. A class's plan is chosen across its whole range of shapes, where
+# this luck does not hold; at 2048^3 on an H100 (128 tiles for 132 SMs) the
+# class's 64 x 128 tiles ran at 74.8% of cuBLAS and step 08 at 97.4%, and at
+# 8192x8192x256 the class's 64 x 64 tiles at 98.8% and step 08 at 110.2% (GPU
+# time, 2026-11-24).
+BIG_TILES = ("128x256", "256x128")
 EVEN_WAVES = 0.9
 MAX_SPLITS = 32
-TABLE_VERSION = 2
+TABLE_VERSION = 3
 
 
 @dataclass(frozen=True)
@@ -86,6 +99,20 @@ class Plan:
     def __str__(self) -> str:
         split = f", K in {self.splits} layers" if self.splits > 1 else ""
         return f"{self.tiles} tiles{split}"
+
+
+@dataclass(frozen=True)
+class Bands:
+    """C cut across into two products of their own: its first `rows` rows (and A's) in
+    `top`'s plan, the rows below them in `rest`'s, one after the other. The top band
+    is as many rows of one of BIG_TILES as make whole waves (whole_waves)."""
+
+    rows: int
+    top: Plan
+    rest: Plan | Bands
+
+    def __str__(self) -> str:
+        return f"{self.top} for the first {self.rows} rows, then {self.rest}"
 
 
 def tile_count(M: int, N: int, tiles: str) -> int:
@@ -99,44 +126,70 @@ def max_splits(K: int, tiles: str) -> int:
     return max(1, min(MAX_SPLITS, slices // MIN_SLICES_PER_LAYER))
 
 
-def shape_class(M: int, N: int, K: int, sms: int) -> tuple[int, int]:
-    """(wave class, K class): indices into WAVES_MEASURED and K_MEASURED, 0 to 3 each."""
+def aligned(N: int, K: int) -> bool:
+    """Whether every row of A and of B starts on 16 bytes (K and N multiples of 4, the
+    matrices themselves aligned, as CuPy's are), so that step 08 loads them in float4s;
+    otherwise in single floats, and the fastest plan differs: at 3499x3499x91 64 x 64
+    tiles ran fastest, at 8192x8192x256 they ran 12% slower than 256 x 128 (H100,
+    2026-11-24)."""
+    return K % 4 == 0 and N % 4 == 0
+
+
+def shape_class(M: int, N: int, K: int, sms: int) -> tuple[int, int, int]:
+    """(wave class, K class, aligned): indices into WAVES_MEASURED and K_MEASURED, 0 to
+    3 each, and 1 where the rows of A and B are aligned (see aligned), else 0."""
     waves = tile_count(M, N, MEASURE_TILES) / sms
-    return bisect.bisect_left(WAVE_BOUNDS, waves), bisect.bisect_left(K_BOUNDS, K)
+    return (
+        bisect.bisect_left(WAVE_BOUNDS, waves),
+        bisect.bisect_left(K_BOUNDS, K),
+        int(aligned(N, K)),
+    )
 
 
-def measured_shape(shape_cls: tuple[int, int], sms: int) -> tuple[int, int, int]:
-    """The square-C shape the tuner times for a class on a GPU with `sms` SMs."""
-    w, k = shape_cls
+def measured_shape(shape_cls: tuple[int, int, int], sms: int) -> tuple[int, int, int]:
+    """The square-C shape where a class's plan counts its layers, on a GPU with `sms`
+    SMs (one more K where the class's rows are not aligned)."""
+    w, k, a = shape_cls
     side = 128 * math.sqrt(WAVES_MEASURED[w] * sms)
     side = max(32, round(side / 32) * 32)
     if w < len(WAVE_BOUNDS):  # on a GPU with few SMs, no more tiles than the class allows
         side = min(side, 128 * max(1, math.isqrt(int(WAVE_BOUNDS[w] * sms))))
-    return side, side, K_MEASURED[k]
+    return side, side, K_MEASURED[k] if a else K_MEASURED[k] + 1
 
 
-def sample_shapes(shape_cls: tuple[int, int], sms: int) -> list[tuple[int, int, int]]:
+def sample_shapes(shape_cls: tuple[int, int, int], sms: int) -> list[tuple[int, int, int]]:
     """Where the tuner times a class: a quarter and three quarters of the way across
-    its range of waves and of K (on log scales), with odd sides, so that a plan is
-    chosen for the class and not for one shape of it."""
-    w, k = shape_cls
+    its range of waves and of K (on log scales), with sides and K that make partial
+    tiles and a ragged last slice of K, so that a plan is chosen for the class and not
+    for one shape of it: odd, or for an aligned class 4 more than a multiple of 8."""
+    w, k, a = shape_cls
     waves = (1 / sms, *WAVE_BOUNDS, WAVES_SAMPLED_TO)[w : w + 2]
     ks = (K_SAMPLED_FROM, *K_BOUNDS, K_SAMPLED_TO)[k : k + 2]
 
     def across(lo, hi, t):
         return lo ** (1 - t) * hi**t
 
+    def ragged(x: float) -> int:
+        return round(x / 8) * 8 + 4 if a else round(x) | 1
+
     return [
-        (side, side, round(across(*ks, tk)) | 1)
+        (side, side, ragged(across(*ks, tk)))
         for tw in (0.25, 0.75)
-        for side in [round(128 * math.sqrt(across(*waves, tw) * sms)) | 1]
+        for side in [ragged(128 * math.sqrt(across(*waves, tw) * sms))]
         for tk in (0.25, 0.75)
     ]
 
 
-def scaled(plan: Plan, shape_cls: tuple[int, int], M: int, N: int, K: int, sms: int) -> Plan:
+def scaled(plan: Plan, shape_cls: tuple[int, int, int], M: int, N: int, K: int, sms: int) -> Plan:
     """A class's plan at one of its shapes: a plan that splits keeps the number of
-    blocks it makes at the class's measured shape; one that does not split never does."""
+    blocks it makes at the class's measured shape; one that does not split never does.
+    A plan of one of BIG_TILES takes the other where that covers C in fewer tiles (the
+    class's shapes are square, where they tie): at 128x4096x4096, 128 x 256 tiles in 8
+    layers ran at 97.8% of cuBLAS and 256 x 128 tiles, half of each outside C, at 51.0%
+    (H100, 2026-11-24, GPU time)."""
+    if plan.tiles in BIG_TILES:
+        tiles = min(BIG_TILES, key=lambda t: (tile_count(M, N, t), t != plan.tiles))
+        plan = Plan(tiles, plan.splits)
     if plan.splits == 1:
         return plan
     M0, N0, _ = measured_shape(shape_cls, sms)
@@ -152,6 +205,29 @@ def wave_fill(M: int, N: int, tiles: str, sms: int) -> float:
     the answer)."""
     count = tile_count(M, N, tiles)
     return count / (math.ceil(count / sms) * sms)
+
+
+def whole_waves(M: int, N: int, sms: int) -> tuple[int, str] | None:
+    """(rows, tiles): the most rows of C whose tiles of one of BIG_TILES fill whole waves
+    (at least EVEN_WAVES of the SMs' turns), where C makes a wave of them or more and
+    none fills its waves so evenly whole. At 3001 x 2999 on an H100, 256 x 128 tiles
+    make 288 blocks, 2.2 waves: a third wave with 24 blocks for 132 SMs, as long as
+    the others. Its first 2816 rows make 264 of those blocks, two whole waves, and the
+    185 rows below them are a small product of their own (Bands), with its own plan.
+    None where no such band exists."""
+    best = None
+    for tiles in BIG_TILES:
+        per_row = math.ceil(N / TILES[tiles]["BN"])
+        waves = tile_count(M, N, tiles) // sms
+        block_rows = waves * sms // per_row
+        if block_rows < 1 or wave_fill(M, N, tiles, sms) >= EVEN_WAVES:
+            continue
+        blocks = block_rows * per_row
+        rows = block_rows * TILES[tiles]["BM"]
+        fill = blocks / (math.ceil(blocks / sms) * sms)
+        if fill >= EVEN_WAVES and rows < M and (best is None or rows > best[0]):
+            best = (rows, tiles)
+    return best
 
 
 def rule_of_thumb(M: int, N: int, K: int, sms: int) -> Plan:
@@ -174,14 +250,21 @@ class Table:
 
     gpu: str
     sms: int
-    plans: Mapping[tuple[int, int], Plan]
+    plans: Mapping[tuple[int, int, int], Plan]
     measured: str = ""  # when, with which versions, in words
 
-    def choose(self, M: int, N: int, K: int) -> Plan:
-        """Step 08's own plan where its tiles fill the waves evenly (wave_fill), else
-        the class's plan, scaled to this shape (see scaled)."""
-        if wave_fill(M, N, OWN_TILES, self.sms) >= EVEN_WAVES:
-            return Plan(OWN_TILES, 1)
+    def choose(self, M: int, N: int, K: int) -> Plan | Bands:
+        """One of BIG_TILES, unsplit, where its tiles fill the waves evenly (wave_fill);
+        else, where K is longer than the shortest class's and C makes whole waves of
+        them and more, those waves and the rows left below them apart (Bands).
+        Everywhere else the class's plan, scaled to this shape (see scaled)."""
+        for tiles in BIG_TILES:
+            if wave_fill(M, N, tiles, self.sms) >= EVEN_WAVES:
+                return Plan(tiles, 1)
+        band = whole_waves(M, N, self.sms) if K > K_BOUNDS[0] else None
+        if band:
+            rows, tiles = band
+            return Bands(rows, Plan(tiles, 1), self.choose(M - rows, N, K))
         cls = shape_class(M, N, K, self.sms)
         plan = self.plans.get(cls)
         if plan is None:
@@ -198,8 +281,8 @@ class Table:
                 "wave_bounds": WAVE_BOUNDS,
                 "k_bounds": K_BOUNDS,
                 "plans": [
-                    {"waves": w, "k": k, "tiles": p.tiles, "splits": p.splits}
-                    for (w, k), p in sorted(self.plans.items())
+                    {"waves": w, "k": k, "aligned": a, "tiles": p.tiles, "splits": p.splits}
+                    for (w, k, a), p in sorted(self.plans.items())
                 ],
             },
             indent=1,
@@ -217,7 +300,10 @@ class Table:
                 "a dispatch table measured for other shape classes than by_shape's: "
                 "run `python -m autograder tune 09` again"
             )
-        plans = {(e["waves"], e["k"]): Plan(e["tiles"], int(e["splits"])) for e in data["plans"]}
+        plans = {
+            (e["waves"], e["k"], e["aligned"]): Plan(e["tiles"], int(e["splits"]))
+            for e in data["plans"]
+        }
         unknown = {p.tiles for p in plans.values()} - set(TILES)
         if unknown:
             raise ValueError(
@@ -232,14 +318,25 @@ def table_path(gpu_name: str) -> Path:
     return registry.DATA_DIR / f"dispatch_{slug(gpu_name)}.json"
 
 
-def in_turn(M: int, N: int, K: int) -> Plan:
-    """For a backend with no table and no speed to gain (the CPU): the tile shapes in
-    turn, from shape to shape, so that the checker runs each of them."""
+def in_turn() -> Callable[[int, int, int], Plan | Bands]:
+    """choose(M, N, K) for a backend with no table and no speed to gain (the CPU): the
+    tile shapes in turn, launch after launch, so that the checker runs each of them;
+    then each again over the top half of C's rows, with the next tile shape below
+    (Bands), so that it checks the bands' views of A and C too."""
     names = list(TILES)
-    return Plan(names[(M + N + K) % len(names)], 1)
+    turns = itertools.count()
+
+    def choose(M: int, N: int, K: int) -> Plan | Bands:
+        turn = next(turns) % (2 * len(names))
+        plan = Plan(names[turn % len(names)], 1)
+        if turn < len(names) or M < 2:
+            return plan
+        return Bands((M + 1) // 2, plan, Plan(names[(turn + 1) % len(names)], 1))
+
+    return choose
 
 
-def chooser(gpu_name: str, sms: int) -> Callable[[int, int, int], Plan]:
+def chooser(gpu_name: str, sms: int) -> Callable[[int, int, int], Plan | Bands]:
     """choose(M, N, K) for this GPU: from its measured table, else by rule of thumb.
     A shape's plan is worked out once and kept: working it out takes tens of µs of
     Python, longer than a small product takes on the GPU."""
@@ -269,7 +366,7 @@ def graded_splits(M: int, N: int, K: int) -> int:
 
 
 def compose(
-    choose: Callable[[int, int, int], Plan],
+    choose: Callable[[int, int, int], Plan | Bands],
     gemms: Mapping[str, Callable],
     reduce: Callable,
     workspace: Callable[[int], object],
@@ -281,37 +378,66 @@ def compose(
     partial, beta, C); workspace(n): n floats. Returns what the launches noted
     (the CPU backend's accesses outside the matrices)."""
 
-    last = {}  # the last split launch: its layers, for explain_layers
-    held = {}  # the workspace, kept from launch to launch while its size fits exactly
+    split = []  # the last launch's split products: their layers, for explain_layers
+    held = {}  # workspaces by size, kept from launch to launch
 
-    def launch(M, N, K, alpha, A, B, beta, C):
-        plan = choose(M, N, K)
+    def product(plan, row0, M, N, K, alpha, A, B, beta, C):
+        """C's rows row0 ... row0 + M - 1 (A's too: A and C are those rows' views)."""
+        if isinstance(plan, Bands):
+            top, rest = plan.rows, M - plan.rows
+            notes = [
+                product(plan.top, row0, top, N, K, alpha, rows_of(A, 0, top, K), B, beta,
+                        rows_of(C, 0, top, N)),
+                product(plan.rest, row0 + top, rest, N, K, alpha, rows_of(A, top, M, K), B, beta,
+                        rows_of(C, top, M, N)),
+            ]  # fmt: skip
+            return "; ".join(n for n in notes if n) or None
         splits = max(plan.splits, graded_splits(M, N, K) if split_every_case else 1)
-        last.clear()
         if splits == 1:
             return gemms[plan.tiles](M, N, K, alpha, A, B, beta, C)
         # Allocated outside the timed launches' steady state: every layer is
         # written in full before the reduction reads it, so a kept one is as good.
-        if held.get("floats") != splits * M * N:
-            held.update(floats=splits * M * N, partial=workspace(splits * M * N))
-        partial = held["partial"]
-        last.update(partial=partial, splits=splits)
+        floats = splits * M * N
+        if floats not in held:
+            if len(held) >= 4:
+                held.clear()
+            held[floats] = workspace(floats)
+        partial = held[floats]
+        split.append(dict(partial=partial, splits=splits, row0=row0, rows=M))
         notes = [
             gemms[plan.tiles](M, N, K, 1.0, A, B, 0.0, partial, layers=splits),
             reduce(M, N, splits, alpha, partial, beta, C),
         ]
         return "; ".join(n for n in notes if n) or None
 
+    def launch(M, N, K, alpha, A, B, beta, C):
+        split.clear()
+        return product(choose(M, N, K), 0, M, N, K, alpha, A, B, beta, C)
+
     def explain_layers(xp, got, C0, alpha, beta, tolerance) -> str:
         """What the reduction made of the last launch's layers, where C is wrong
         (checker.case_events asks): step 08's layers are the course's own and
         right, so a C that is not alpha times their sum plus beta C is the
         reduction's doing. '' when C is that sum, or nothing was split."""
-        if not last:
-            return ""
-        S = last["splits"]
+        for done in split:
+            first, end = done["row0"], done["row0"] + done["rows"]
+            band = slice(first, end)
+            where = ""
+            if done["rows"] != got.shape[0]:
+                where = (
+                    f"C's rows {first} to {end - 1} were a product of their own "
+                    f"(M = {done['rows']} there, row i of it C's row {first} + i); "
+                )
+            tol = tolerance[band] if getattr(tolerance, "ndim", 0) == 2 else tolerance
+            said = explain_split(xp, got[band], C0[band], alpha, beta, tol, done)
+            if said:
+                return where + said
+        return ""
+
+    def explain_split(xp, got, C0, alpha, beta, tolerance, done) -> str:
+        S = done["splits"]
         M, N = got.shape
-        layers = last["partial"].reshape(S, M, N).astype(xp.float64)
+        layers = done["partial"].reshape(S, M, N).astype(xp.float64)
         old = beta * xp.asarray(C0, dtype=xp.float64) if beta else 0.0
         got = got.astype(xp.float64)
 
@@ -348,5 +474,11 @@ def compose(
 
     launch.explain_layers = explain_layers
     # The last split launch's workspace, for compute-sanitizer to name (sanitizer._target).
-    launch.workspace = lambda: last.get("partial")
+    launch.workspace = lambda: split[-1]["partial"] if split else None
     return launch
+
+
+def rows_of(X, first: int, end: int, width: int):
+    """Rows first ... end - 1 of a row-major matrix `width` floats wide, as a view (X
+    is the matrix, two-dimensional or flat)."""
+    return X.reshape(-1)[first * width : end * width]
