@@ -70,7 +70,15 @@ def test_a_kernel_with_another_bug_matches_no_hypothesis():
     A, B = rng.standard_normal((40, 30)), rng.standard_normal((30, 50))
     got = 1.5 * A[:, :-1] @ B[:-1, :]
     case = mapping.Case(
-        got, A, B, np.zeros_like(got), 1.5, 0.0, np.full(got.shape, 1e-4), np.zeros(got.shape, bool)
+        got,
+        A,
+        B,
+        np.zeros_like(got),
+        1.5,
+        0.0,
+        np.full(got.shape, 1e-4),
+        np.zeros(got.shape, bool),
+        A @ B,
     )
     terms = mapping.clues_for(KernelSpec.from_step(registry.step("07"))).terms
     assert mapping.diagnose(case, mapping.Clues(terms, None)) == ""

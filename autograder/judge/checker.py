@@ -401,6 +401,7 @@ def case_events(
                 beta,
                 _host(tolerance),
                 _host(got == C0),
+                _host(product),
             ),
             clues,
             raced,

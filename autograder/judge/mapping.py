@@ -199,6 +199,7 @@ class Case:
     beta: float
     tolerance: np.ndarray
     unwritten: np.ndarray  # elements the kernel never stored to
+    product: np.ndarray  # A B, as the checker computed it for its reference
 
     def matches(self, product: np.ndarray) -> bool:
         """Whether C is alpha * product + beta * C0, element by element (NaN in the
@@ -227,7 +228,7 @@ def _dropped_term(case: Case, terms: Terms | None, source: Source | None) -> str
     if terms is None:
         return ""
     M, N = case.got.shape
-    product = case.A @ case.B
+    product = case.product
     for term in terms.rows + terms.columns:
         n = M if term.axis == "row" else N
         index = term.dropped(n)
