@@ -72,3 +72,34 @@ def test_the_device_clock_keeps_the_hosts_launch_work_out():
         assert abs(held - batched) < 3e-6, (
             f"{name}: {held * 1e6:.1f} µs held, {batched * 1e6:.1f} µs per launch in a batch"
         )
+
+
+def test_samples_taken_while_the_gpu_throttles_are_refused_with_the_clock_they_ran_at():
+    from autograder.run.device_clock import throttled
+
+    boost = 1980.0
+    assert throttled([1900.0] * 10, boost) == ""
+    assert throttled([], boost) == ""
+    # One low reading is the timer's jitter; most of them low is a throttling GPU.
+    assert throttled([1900.0] * 9 + [900.0], boost) == ""
+    said = throttled([1000.0] * 6 + [1900.0] * 4, boost)
+    assert "1000 MHz" in said and "1980 MHz" in said and "throttling" in said
+
+
+@pytest.mark.gpu
+def test_the_hold_reads_the_sms_clock_near_the_gpus_boost_clock():
+    """The clock the hold reads (cycles over the device's nanosecond timer) is a clock
+    an SM can run at: not zero, not the timer's own rate, not above the boost clock."""
+    import cupy
+
+    from autograder.run import gpu
+    from autograder.run.device_clock import DeviceClock
+
+    boost = gpu.device_info().clock_mhz
+    clock = DeviceClock()
+    empty = cupy.RawKernel('extern "C" __global__ void empty() {}', "empty")
+    timing.median_seconds(partial(empty, (1,), (1,), ()), clock.time)
+    readings = clock.readings_mhz
+    assert len(readings) >= timing.MIN_SAMPLES
+    median = statistics.median(readings)
+    assert 0.2 * boost < median <= 1.05 * boost, (median, boost)

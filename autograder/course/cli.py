@@ -20,7 +20,7 @@ from ..measure.bench import Noisy
 from ..measure.profile import ProfilerUnavailable
 from ..run import backends, compiler, gpu
 from ..run.backends import BackendUnavailable
-from ..run.device_clock import HoldFailed
+from ..run.device_clock import HoldFailed, Throttled
 from ..run.kernel import SpecError, from_file, global_kernels, resolve
 
 OK, WRONG, UNUSABLE = 0, 1, 2
@@ -647,6 +647,7 @@ def main(argv=None) -> int:
         isolation.IsolationUnavailable,
         ProfilerUnavailable,
         HoldFailed,
+        Throttled,
         Noisy,
     ) as e:
         print(f"{args.command}: {e}", file=sys.stderr)

@@ -88,13 +88,14 @@ class Noisy(RuntimeError):
 
 def bench(specs: dict[str, KernelSpec], sizes=DEFAULT_SIZES, progress=True) -> list[Row]:
     """Time every kernel and cuBLAS on every size. Raises gpu.NoGPU without a GPU,
-    Noisy when a figure would be too noisy to decide anything."""
+    Noisy when a figure would be too noisy to decide anything, or was taken while the
+    GPU throttled."""
     gpu.require("bench")
     import cupy
     from tqdm import tqdm
 
     from ..run.backends import gpu_launcher
-    from ..run.device_clock import DeviceClock
+    from ..run.device_clock import DeviceClock, Throttled
 
     info = gpu.device_info()
     clock = DeviceClock()
@@ -118,6 +119,10 @@ def bench(specs: dict[str, KernelSpec], sizes=DEFAULT_SIZES, progress=True) -> l
             for name, launch in launches.items()
         }
         samples = sample(runs, clock.time)
+        try:
+            clock.require_steady(info.clock_mhz, f"at {M}x{N}x{K}")
+        except Throttled as e:
+            raise Noisy(f"{e}: not published; run again on a cool, idle GPU") from e
         verifiers = {}  # by how far a step rounds its inputs (TF32: step 11)
         for name, spec in specs.items():
             roundoff = spec.input_roundoff

@@ -172,7 +172,9 @@ def run(progress: bool = True) -> tuple[Table, list[Timing]]:
 
     def time_cublas(shape):
         A, B, C, _ = arrays(shape)
-        return gflops(*shape, median_seconds(partial(cupy.matmul, A, B, out=C), clock.time))
+        seconds = median_seconds(partial(cupy.matmul, A, B, out=C), clock.time)
+        clock.require_steady(info.clock_mhz, f"cuBLAS at {'x'.join(map(str, shape))}")
+        return gflops(*shape, seconds)
 
     runs = {(shape, plan) for cls in classes() for _, shape, plan in trials(cls, info.sms)}
     bar = tqdm(total=len(runs), disable=not progress, unit="run")
@@ -183,6 +185,7 @@ def run(progress: bool = True) -> tuple[Table, list[Timing]]:
         bar.set_description(f"{plan} at {'x'.join(map(str, shape))}")
         C.fill(SENTINEL)  # a plan that writes nothing leaves no product behind
         seconds = median_seconds(partial(launch, *shape, ALPHA, A, B, 0.0, C), clock.time)
+        clock.require_steady(info.clock_mhz, f"{plan} at {'x'.join(map(str, shape))}")
         bar.update()
         return round(gflops(*shape, seconds), 1), verifier.problem(cupy, C)
 
