@@ -42,7 +42,16 @@
 // - blocks of 256 x 128, 16 warps of 64 x 32 (one block per SM), instead of
 //   128 x 128 with 8 warps of 32 x 64 (two per SM): each value loaded from
 //   global memory serves more FMAs, and at 4095x4097x4093 the 528 tiles make
-//   exactly four rounds of 132 SMs (95 -> 100, these two together).
+//   exactly four rounds of 132 SMs (95 -> 100, these two together);
+// - where rows are not aligned, a thread's four floats of B lie a quarter row
+//   apart (load4_spread), so that each load of a warp is coalesced. At the
+//   unaligned shapes measured that was worth nothing (-3 to +3 points), but
+//   in tiles 256 wide the whole kernel compiled with it ran the big aligned
+//   shapes faster, with the same source for their loop (99.5 -> 101.0;
+//   8192^3 100.3 -> 102.1, 2048^3 97.5 -> 99.3): ptxas allocates and
+//   schedules the registers of every loop of a kernel together. In tiles 128
+//   wide it spilled on sm_80 instead. Kept where it helps (SPREAD_B), as the
+//   walk's spelling is.
 // What each is worth in the final kernel: `python -m autograder bench
 // --ablation` (book/data/ablation_*).
 
@@ -75,6 +84,22 @@ __device__ __forceinline__ float4 load4(const float* src, int row, int col,
 __device__ __forceinline__ float4 load4_inside(const float* p, bool vec) {
   if (vec) return *reinterpret_cast<const float4*>(p);
   return make_float4(p[0], p[1], p[2], p[3]);
+}
+
+// p[0], p[step], p[2 * step], p[3 * step], all inside the matrix: where rows
+// are not aligned for float4s, a thread's four floats of a row of B lie a
+// quarter of the slice's width apart, so that the 32 threads of a warp read
+// neighbouring floats with each load (step 02's coalescing) ...
+__device__ __forceinline__ float4 load4_spread(const float* p, int step) {
+  return make_float4(p[0], p[step], p[2 * step], p[3 * step]);
+}
+
+// ... and are stored as far apart in shared memory.
+__device__ __forceinline__ void store4_spread(float* p, int step, float4 v) {
+  p[0] = v.x;
+  p[step] = v.y;
+  p[2 * step] = v.z;
+  p[3 * step] = v.w;
 }
 
 // dst[0..3] = src[0..3] with one 16-byte load (src must be 16-byte aligned).
@@ -135,7 +160,9 @@ __host__ __device__ constexpr int blocks_per_sm(int BM, int BN, int BK, int WM,
   const int fragments = accumulators / (WNITER * TN) + WNITER * TN;
   const int held =
       accumulators + 2 * fragments + BK * (BM + BN) / threads + 16;
-  const int registers = held > 2 * accumulators ? held : 2 * accumulators;
+  const int wanted = held > 2 * accumulators ? held : 2 * accumulators;
+  // A thread gets its registers 8 at a time: at a cap of 85, ptxas has 80.
+  const int registers = (wanted + 7) / 8 * 8;
   return 65536 / (registers * threads) > 1 ? 65536 / (registers * threads)
                                            : 1;
 }
@@ -205,6 +232,9 @@ sgemm_pipelining(int M, int N, int K, float alpha, const float* A,
   constexpr int B_LOADS = BK * BN / (4 * NUM_THREADS);
   constexpr int LOADS = A_LOADS + B_LOADS;
   float4 nextSlice[LOADS];
+  // Whether B's unaligned rows are read spread out (load4_spread): only in
+  // the tiles 256 wide, where it was measured faster (see the top).
+  constexpr bool SPREAD_B = BN >= 256;
   // A block whose tile lies inside C reads every slice but perhaps the last
   // one wholly inside A and B, and can load it with no bounds checks, from
   // the block's own corner of A and B (32-bit offsets from there need fewer
@@ -217,37 +247,44 @@ sgemm_pipelining(int M, int N, int K, float alpha, const float* A,
   // next slice to load. Each call passes a constant, so that each loop of the
   // walk below is compiled with one way of loading only.
   enum Next { CHECKED, INSIDE_FLOATS, INSIDE_FLOAT4S, NONE };
-  // Float4 p of slice k0 into registers, the way `how` says ...
+  // Float4 p of slice k0 into registers, the way `how` says: row r of the
+  // slice, columns 4q ... 4q + 3; or of B, with INSIDE_FLOATS, columns q,
+  // q + W, q + 2W and q + 3W of its W float4s a row (load4_spread) ...
   auto fetch = [&](int k0, Next how, int p) {
     if (p < B_LOADS) {
       const int r = (threadIdx.x + p * NUM_THREADS) / (BN / 4);
-      const int c = (threadIdx.x + p * NUM_THREADS) % (BN / 4) * 4;
-      nextSlice[p] = how == CHECKED
-                         ? load4(B, k0 + r, blockCol + c, layerK, N, N, vecB)
-                         : load4_inside(blockB + (k0 + r) * N + c,
-                                        how == INSIDE_FLOAT4S);
+      const int q = (threadIdx.x + p * NUM_THREADS) % (BN / 4);
+      const float* row = blockB + (k0 + r) * N;
+      nextSlice[p] =
+          how == CHECKED         ? load4(B, k0 + r, blockCol + 4 * q, layerK, N, N, vecB)
+          : how == INSIDE_FLOATS && SPREAD_B ? load4_spread(row + q, BN / 4)
+                                             : load4_inside(row + 4 * q, how == INSIDE_FLOAT4S);
     } else {
       const int r = (threadIdx.x + (p - B_LOADS) * NUM_THREADS) / (BK / 4);
-      const int c = (threadIdx.x + (p - B_LOADS) * NUM_THREADS) % (BK / 4) * 4;
-      nextSlice[p] = how == CHECKED
-                         ? load4(A, blockRow + r, k0 + c, M, layerK, K, vecA)
-                         : load4_inside(blockA + r * K + k0 + c,
-                                        how == INSIDE_FLOAT4S);
+      const int q = (threadIdx.x + (p - B_LOADS) * NUM_THREADS) % (BK / 4);
+      const float* row = blockA + r * K + k0;
+      nextSlice[p] =
+          how == CHECKED ? load4(A, blockRow + r, k0 + 4 * q, M, layerK, K, vecA)
+                         : load4_inside(row + 4 * q, how == INSIDE_FLOAT4S);
     }
   };
-  // ... and from there into shared buffer buf.
-  auto stash = [&](int buf, int p) {
+  // ... and from there into shared buffer buf, where `how` says it came from.
+  auto stash = [&](int buf, int p, Next how) {
     if (p < B_LOADS) {
       const int r = (threadIdx.x + p * NUM_THREADS) / (BN / 4);
-      const int c = (threadIdx.x + p * NUM_THREADS) % (BN / 4) * 4;
-      *reinterpret_cast<float4*>(&Bs[buf][r][c]) = nextSlice[p];
+      const int q = (threadIdx.x + p * NUM_THREADS) % (BN / 4);
+      if (how == INSIDE_FLOATS && SPREAD_B) {
+        store4_spread(&Bs[buf][r][q], BN / 4, nextSlice[p]);
+      } else {
+        *reinterpret_cast<float4*>(&Bs[buf][r][4 * q]) = nextSlice[p];
+      }
     } else {
       const int r = (threadIdx.x + (p - B_LOADS) * NUM_THREADS) / (BK / 4);
-      const int c = (threadIdx.x + (p - B_LOADS) * NUM_THREADS) % (BK / 4) * 4;
-      As[buf][c + 0][r] = nextSlice[p].x;  // transpose on the way in
-      As[buf][c + 1][r] = nextSlice[p].y;
-      As[buf][c + 2][r] = nextSlice[p].z;
-      As[buf][c + 3][r] = nextSlice[p].w;
+      const int q = (threadIdx.x + (p - B_LOADS) * NUM_THREADS) % (BK / 4);
+      As[buf][4 * q + 0][r] = nextSlice[p].x;  // transpose on the way in
+      As[buf][4 * q + 1][r] = nextSlice[p].y;
+      As[buf][4 * q + 2][r] = nextSlice[p].z;
+      As[buf][4 * q + 3][r] = nextSlice[p].w;
     }
   };
   // [docs:prefetch-end]
@@ -300,7 +337,7 @@ sgemm_pipelining(int M, int N, int K, float alpha, const float* A,
 #pragma unroll
   for (int p = 0; p < LOADS; ++p) fetch(0, CHECKED, p);
 #pragma unroll
-  for (int p = 0; p < LOADS; ++p) stash(0, p);
+  for (int p = 0; p < LOADS; ++p) stash(0, p, CHECKED);
   __syncthreads();
   load_fragments(0, 0, 0);
   // Level 1, the block tile, one BK-wide slice: multiply slice k0 (in buffer
@@ -315,7 +352,7 @@ sgemm_pipelining(int M, int N, int K, float alpha, const float* A,
 #pragma unroll
       for (int p = 0; p < LOADS; ++p) {
         if (next != NONE && k == p * BK / LOADS) {
-          if (p > 0) stash(buf ^ 1, p - 1);
+          if (p > 0) stash(buf ^ 1, p - 1, next);
           fetch(k0 + BK, next, p);
         }
       }
@@ -325,7 +362,7 @@ sgemm_pipelining(int M, int N, int K, float alpha, const float* A,
         // Before the last k's FMAs, hand over to the next slice: store its
         // last float4, wait for every warp, and start loading its first
         // fragments, so that this k's FMAs cover their latency.
-        stash(buf ^ 1, LOADS - 1);
+        stash(buf ^ 1, LOADS - 1, next);
         __syncthreads();
         load_fragments(buf ^ 1, 0, 0);
       }
@@ -355,7 +392,8 @@ sgemm_pipelining(int M, int N, int K, float alpha, const float* A,
   // right, but at 128 registers ptxas fits some of them only by spilling (on
   // sm_75 or sm_80), and the fastest of the others on an H100 ran up to 12%
   // faster than the slowest: this is the spelling that was spill-free on
-  // sm_75 to sm_90 and fastest there.
+  // sm_75 and sm_90 and fastest there (on sm_80 the 256 x 128 tiles spill
+  // 16 bytes).
   for (; k0 + BK < layerK; k0 += BK, buf ^= 1) slice(k0, buf, CHECKED);
   if (k0 < layerK) slice(k0, buf, NONE);
   // [docs:walk-end]

@@ -37,10 +37,13 @@ VARIANTS = (
         (
             (
                 "if (next != NONE && k == p * BK / LOADS) {\n"
-                "          if (p > 0) stash(buf ^ 1, p - 1);",
+                "          if (p > 0) stash(buf ^ 1, p - 1, next);",
                 "if (next != NONE && k == 0) {",
             ),
-            ("stash(buf ^ 1, LOADS - 1);", "for (int p = 0; p < LOADS; ++p) stash(buf ^ 1, p);"),
+            (
+                "stash(buf ^ 1, LOADS - 1, next);",
+                "for (int p = 0; p < LOADS; ++p) stash(buf ^ 1, p, next);",
+            ),
         ),
     ),
     Variant(
