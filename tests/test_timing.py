@@ -21,6 +21,7 @@ from autograder import judge
 from autograder.judge import checker, timing, verdicts
 from autograder.judge.timing import ExactSample, Fingerprint, Measurement
 from autograder.ladder import registry
+from autograder.run.backends import Backend
 
 SIZE = (96, 80, 40)  # a timed size the cheats aim at; small, so the CPU is quick
 # Where Freivalds' check lets inputs rounded to TF32 through, as at 2048^3 (at SIZE,
@@ -133,6 +134,35 @@ def test_a_gpu_too_noisy_to_decide_is_the_graders_fault_and_not_the_kernels():
     outcome.measurements = [{"yours": jumpy, "reference": steady}]
     speed = verdicts.judge_speed(outcome, registry.step("05"), verdicts.grading_config())
     assert "median of 20 verified launches" in speed.message
+
+
+class HotBackend(Backend):
+    """The host's numpy, timed by the host, on a device whose clock always says it
+    throttled."""
+
+    def __init__(self):
+        super().__init__("gpu", "a hot GPU", "Hot GPU", np, lambda: None, ())
+
+    def throttled(self) -> str:
+        return "the GPU's SMs ran at 700 MHz"
+
+
+def test_a_gpu_that_throttled_while_timing_is_the_graders_fault_however_steady():
+    def exact(M, N, K, alpha, A, B, beta, C):
+        C[...] = alpha * (A.astype(np.float64) @ B.astype(np.float64))
+
+    timed = timing.measure(HotBackend(), {"yours": exact, "reference": exact}, (64, 48, 32), 1)
+    assert not timed["yours"].wrong and len(timed["reference"].seconds) == timing.REPEATS
+    hot = "the GPU's SMs ran at 700 MHz"
+    assert timed["yours"].throttled == timed["reference"].throttled == hot
+    outcome = judge.Outcome(checker.Report("k", "gpu", 1), [timed])
+    with pytest.raises(judge.GraderFault, match="700 MHz; grade again on a cool, idle GPU"):
+        verdicts.judge_speed(outcome, registry.step("05"), verdicts.grading_config())
+    # The same launches, steady, on a GPU whose clock held are judged.
+    for measurement in timed.values():
+        measurement.throttled, measurement.seconds = "", [1e-5] * timing.REPEATS
+    speed = verdicts.judge_speed(outcome, registry.step("05"), verdicts.grading_config())
+    assert "GFLOP/s at 64x48x32" in speed.message
 
 
 def loosest_products(rng):

@@ -101,6 +101,11 @@ class Backend:
         """launch(M, N, K, alpha, A, B, beta, C) for each spec, compiled for this backend."""
         raise NotImplementedError
 
+    def throttled(self) -> str:
+        """Why the timings taken since the last call say nothing of the kernels (the
+        device throttled), or '' when they do; then a new set starts."""
+        return ""
+
     def time_once(self, run: Callable[[], object]) -> float:
         """Seconds that run() keeps the device busy."""
         self.sync()
@@ -175,6 +180,7 @@ class GpuBackend(Backend):
         l2 = device.attributes["L2CacheSize"]
         self._flush = cupy.empty(max(2 * l2 // 4, 1), dtype=cupy.float32)
         self._clock = device_clock.DeviceClock()
+        self._boost_mhz = info.clock_mhz
         super().__init__(
             name="gpu",
             device=f"{info.name} ({info.arch}, CUDA {info.cuda}, CuPy {info.cupy})",
@@ -219,6 +225,12 @@ class GpuBackend(Backend):
         """The device's time for run()'s work alone, the host's launch work held out
         (autograder.run.device_clock)."""
         return self._clock.time(run)
+
+    def throttled(self) -> str:
+        """Whether the SM clock the timings ran at was throttled (device_clock.throttled)."""
+        why = device_clock.throttled(self._clock.readings_mhz, self._boost_mhz)
+        self._clock.readings_mhz.clear()
+        return why
 
 
 class CpuBackend(Backend):
