@@ -87,7 +87,9 @@ RACES = {
 # Step 08's handover without its barrier: warps load the next slice's first
 # fragments before every thread has stored that slice (the learner's region).
 HANDOVER_WITHOUT_BARRIER = planted(
-    "08", "stash(buf ^ 1, LOADS - 1, next);\n        __syncthreads();", "stash(buf ^ 1, LOADS - 1, next);"
+    "08",
+    "stash(buf ^ 1, LOADS - 1, next);\n        __syncthreads();",
+    "stash(buf ^ 1, LOADS - 1, next);",
 )
 
 

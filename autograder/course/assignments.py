@@ -203,20 +203,22 @@ k + 1 go into a second set of registers while the FMAs of k run.""",
         task="""\
 Write the pipeline's two parts: its fill, and `slice(k0, buf, next)`, which multiplies slice k0
 (in shared buffer `buf`) while the next one is on its way. Written for you: `fetch(k0, how, p)`
-(this thread's float4 p of slice k0 into registers, the way `how` says: `CHECKED` at the
-edges), `stash(buf, p)` (that float4 into shared buffer `buf`), `load_fragments(buf, k, set)`,
+(this thread's float4 p of slice k0 into registers, the way `how` says: `CHECKED` at the edges),
+`stash(buf, p, how)` (that float4 into shared buffer `buf`), `load_fragments(buf, k, set)`,
 `multiply(set)`, and the walk over K that calls `slice`. A thread moves `LOADS` float4s of each
 slice. Fill the pipeline with slice 0 and its first fragments. In `slice`, unless `next` is
 `NONE`, fetch float4 p of the next slice at k = p * BK / LOADS, and stash float4 p - 1 just
-before (stash is told how its float4 was fetched). For each k load the fragments for k + 1 into the other set before multiplying those
-for k. At the last k, if there is a next slice, hand over: stash its last float4, pass the
-barrier, load its first fragments, and only then run the last FMAs. About 25 lines.""",
+before (stash is told how its float4 was fetched). For each k load the fragments for k + 1 into
+the other set before multiplying those for k. At the last k, if there is a next slice, hand
+over: stash its last float4, pass the barrier, load its first fragments, and only then run the
+last FMAs. About 25 lines.""",
         region="mainloop",
         hints=(
             "The fill: fetch every p of slice 0 (`fetch(0, CHECKED, p)` for p below `LOADS`), "
             "stash them into buffer 0 (`stash(0, p, CHECKED)`), then "
             "`__syncthreads(); load_fragments(0, 0, 0);`.",
-            "`auto slice = [&](int k0, int buf, Next next) { for (int k = 0; k < BK; ++k) { ... } };`. "
+            "`auto slice = [&](int k0, int buf, Next next) "
+            "{ for (int k = 0; k < BK; ++k) { ... } };`. "
             "The walk passes `NONE` for the last slice of the block's share of K (layerK: all of "
             "K, except in step 09's split-K).",
             "For each k, first the loads: for each p, if `next != NONE && k == p * BK / LOADS`, "
