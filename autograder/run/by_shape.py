@@ -61,14 +61,17 @@ TILES: dict[str, dict[str, int]] = {
 # The tiles a shape class is measured in (waves of them per GPU).
 MEASURE_TILES = "128x128"
 # A shape's class: how many waves of 128 x 128 tiles its C makes on the GPU at
-# hand (up to a quarter, up to one, up to four, more) ...
-WAVE_BOUNDS = (0.25, 1.0, 4.0)
+# hand (up to an eighth, a quarter, one, four, more). The smallest C's are two
+# classes, not one: a class from one tile to a quarter wave chose 32x64w4
+# tiles in 2 layers for all of it, which ran 333x777x129 at 67% of cuBLAS, where
+# 64x64w8 tiles in one layer ran it at 85% (H100, 2026-11-24) ...
+WAVE_BOUNDS = (1 / 8, 1 / 4, 1.0, 4.0)
 # ... how long its K is (up to 256, 2048, 8192, longer), and whether the rows of
 # A and B are aligned (see aligned).
 K_BOUNDS = (256, 2048, 8192)
 # A class's plan counts its layers at this shape (measured_shape): waves of
 # 128 x 128 tiles, and K. At any other shape of the class they are scaled.
-WAVES_MEASURED = (1 / 8, 1 / 2, 2.0, 8.0)
+WAVES_MEASURED = (1 / 16, 3 / 16, 1 / 2, 2.0, 8.0)
 K_MEASURED = (128, 1024, 4096, 16384)
 # The tuner times each class at four odd shapes across it (sample_shapes), not at
 # one: a plan fitted to one shape can be a third slower at its neighbours. The
@@ -91,7 +94,7 @@ MIN_SLICES_PER_LAYER = 4
 BIG_TILES = ("128x256", "256x128")
 EVEN_WAVES = 0.9
 MAX_SPLITS = 32
-TABLE_VERSION = 3
+TABLE_VERSION = 4
 
 
 @dataclass(frozen=True)
@@ -139,8 +142,8 @@ def aligned(N: int, K: int) -> bool:
 
 
 def shape_class(M: int, N: int, K: int, sms: int) -> tuple[int, int, int]:
-    """(wave class, K class, aligned): indices into WAVES_MEASURED and K_MEASURED, 0 to
-    3 each, and 1 where the rows of A and B are aligned (see aligned), else 0."""
+    """(wave class, K class, aligned): indices into WAVES_MEASURED and K_MEASURED (0 to 4,
+    0 to 3), and 1 where the rows of A and B are aligned (see aligned), else 0."""
     waves = tile_count(M, N, MEASURE_TILES) / sms
     return (
         bisect.bisect_left(WAVE_BOUNDS, waves),
@@ -175,12 +178,17 @@ def sample_shapes(shape_cls: tuple[int, int, int], sms: int) -> list[tuple[int, 
     def ragged(x: float) -> int:
         return round(x / 8) * 8 + 4 if a else round(x) | 1
 
-    return [
-        (side, side, ragged(across(*ks, tk)))
-        for tw in (0.25, 0.75)
-        for side in [ragged(128 * math.sqrt(across(*waves, tw) * sms))]
-        for tk in (0.25, 0.75)
-    ]
+    # A partial tile counts whole: near the top of a narrow class (an eighth of a wave
+    # is five tiles on a T4) a side can make one tile too many, and two sides can
+    # round to one. 8 less keeps a side ragged.
+    sides: list[int] = []
+    for tw in (0.75, 0.25):
+        side = ragged(128 * math.sqrt(across(*waves, tw) * sms))
+        most = waves[1] * sms  # tiles
+        while side > 8 and (side in sides or tile_count(side, side, MEASURE_TILES) > most):
+            side -= 8
+        sides.insert(0, side)
+    return [(side, side, ragged(across(*ks, tk))) for side in sides for tk in (0.25, 0.75)]
 
 
 def scaled(plan: Plan, shape_cls: tuple[int, int, int], M: int, N: int, K: int, sms: int) -> Plan:
