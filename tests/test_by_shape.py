@@ -88,8 +88,9 @@ def test_a_table_keeps_its_classs_block_count_and_is_read_back_as_written():
     M0, N0, _ = by_shape.measured_shape(cls, H100)
     blocks = 8 * by_shape.tile_count(M0, N0, "128x128")
     plan = t.choose(128, 2560, 4096)  # the same class, fewer tiles: more layers
-    assert plan.tiles == "128x128" and plan.splits > 8
-    assert plan.splits * by_shape.tile_count(128, 2560, "128x128") == blocks
+    tiles = by_shape.tile_count(128, 2560, "128x128")
+    assert plan.tiles == "128x128" and blocks / tiles == 10
+    assert plan.splits == 11  # of 9, 10 and 11 layers, the one that fills its last wave best
     assert t.choose(128, 2560, 4096) == plan  # deterministic
     assert Table.from_json(t.to_json()) == t
     # A class the table lacks falls back on the rule of thumb.
@@ -97,6 +98,14 @@ def test_a_table_keeps_its_classs_block_count_and_is_read_back_as_written():
     # A class measured best unsplit stays unsplit, whatever its shape.
     big = table({by_shape.shape_class(1400, 1400, 4096, H100): Plan("64x128", 1)})
     assert big.choose(1400, 1400, 4096) == Plan("64x128", 1)
+
+
+def test_layers_scaled_to_a_shape_fill_the_last_wave_rather_than_leave_a_quarter_idle():
+    cls = by_shape.shape_class(1024, 1024, 1024, H100)
+    M0, N0, _ = by_shape.measured_shape(cls, H100)
+    assert (M0, N0) == (1024, 1024)  # the class's own shape: 3 layers would be kept as they are
+    # ... but 64 tiles in 3 layers make 192 blocks for 264 places, in 4 layers 256
+    assert table({cls: Plan("128x128", 3)}).choose(1024, 1024, 1024) == Plan("128x128", 4)
 
 
 @pytest.mark.parametrize(

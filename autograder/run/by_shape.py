@@ -94,7 +94,7 @@ MIN_SLICES_PER_LAYER = 4
 BIG_TILES = ("128x256", "256x128")
 EVEN_WAVES = 0.9
 MAX_SPLITS = 32
-TABLE_VERSION = 4
+TABLE_VERSION = 5
 
 
 @dataclass(frozen=True)
@@ -192,8 +192,9 @@ def sample_shapes(shape_cls: tuple[int, int, int], sms: int) -> list[tuple[int, 
 
 
 def scaled(plan: Plan, shape_cls: tuple[int, int, int], M: int, N: int, K: int, sms: int) -> Plan:
-    """A class's plan at one of its shapes: a plan that splits keeps the number of
-    blocks it makes at the class's measured shape; one that does not split never does.
+    """A class's plan at one of its shapes: a plan that splits keeps about the number
+    of blocks it makes at the class's measured shape (within a layer, the count that
+    fills the last wave best); one that does not split never does.
     A plan of one of BIG_TILES takes the other where that covers C in fewer tiles (the
     class's shapes are square, where they tie): at 128x4096x4096, 128 x 256 tiles in 8
     layers ran at 97.8% of cuBLAS and 256 x 128 tiles, half of each outside C, at 51.0%
@@ -204,9 +205,22 @@ def scaled(plan: Plan, shape_cls: tuple[int, int, int], M: int, N: int, K: int, 
     if plan.splits == 1:
         return plan
     M0, N0, _ = measured_shape(shape_cls, sms)
-    blocks = plan.splits * tile_count(M0, N0, plan.tiles)
-    splits = round(blocks / tile_count(M, N, plan.tiles))
-    return Plan(plan.tiles, max(1, min(splits, max_splits(K, plan.tiles))))
+    tiles = tile_count(M, N, plan.tiles)
+    most = max_splits(K, plan.tiles)
+    near = round(plan.splits * tile_count(M0, N0, plan.tiles) / tiles)
+    # Of the counts next to it, the one whose blocks leave the fewest SMs idle in the
+    # last wave: at 1024^3, 128 x 128 tiles in 3 layers (192 blocks, two to an SM, 264
+    # places) ran at 80% of cuBLAS, in 4 layers at 101% (H100, 2026-11-24). Counted
+    # one block to an SM, 2 layers (128 blocks) fill as well as 4; where an SM holds
+    # two, they fill half, so a tie goes to more layers.
+    candidates = {max(1, min(s, most)) for s in (near - 1, near, near + 1)}
+    splits = max(candidates, key=lambda s: (_fill(s * tiles, sms), s))
+    return Plan(plan.tiles, splits)
+
+
+def _fill(blocks: int, sms: int) -> float:
+    """The share of the SMs' turns `blocks` use, one block per SM at a time."""
+    return blocks / (math.ceil(blocks / sms) * sms)
 
 
 def wave_fill(M: int, N: int, tiles: str, sms: int) -> float:
@@ -214,8 +228,7 @@ def wave_fill(M: int, N: int, tiles: str, sms: int) -> float:
     when they make whole waves, 128 / 132 for 2048^2 in 256 x 128 tiles on an H100,
     8 / 132 for 512^2 (a wave left mostly idle, where smaller tiles or split-K are
     the answer)."""
-    count = tile_count(M, N, tiles)
-    return count / (math.ceil(count / sms) * sms)
+    return _fill(tile_count(M, N, tiles), sms)
 
 
 def whole_waves(M: int, N: int, sms: int) -> tuple[int, str] | None:
