@@ -19,7 +19,7 @@ def test_readme_benchmark_tables_match_the_committed_csv():
         expected = bench.table(bench.read_csv(ROOT / csv_path))
         assert shown == expected, (
             f"the README's table for {csv_path} differs from the data; paste the output of\n"
-            'python -c "from autograder import bench; '
+            'python -c "from autograder.measure import bench; '
             f"print(bench.table(bench.read_csv('{csv_path}')))\""
         )
 
