@@ -17,6 +17,7 @@ from autograder.ladder import registry
 from autograder.measure import tune
 from autograder.run import compiler, gpu
 from autograder.run.compiler import CompileError
+from autograder.run.device_clock import Throttled
 
 TUNABLE = [s for s in registry.STEPS if s.tuning]
 
@@ -209,6 +210,26 @@ def test_a_configuration_that_hangs_or_crashes_costs_only_itself(monkeypatch):
     others = [t for t in search.trials if t.verdict not in ("hung", "crashed", "wrong")]
     assert {t.verdict for t in others} == {"timed", "rejected"}
     assert all(t.pct_cublas == 50.0 for t in others if t.verdict == "timed")
+
+
+def hot_child(conn, specs, size, seed):
+    """Stands in for tune._time_child on a GPU that throttles after the first timing."""
+    conn.send(tune._Cublas(1000.0))
+    conn.send(tune._Started(0))
+    conn.send(tune._Settled(0, "timed", "", 500.0))
+    conn.send(tune._Started(1))
+    conn.send(tune._Throttled(f"{specs[1].name_expression}, the GPU's SMs ran at 700 MHz"))
+
+
+def test_a_gpu_that_throttles_stops_the_search_instead_of_ranking_its_timings(monkeypatch):
+    fork = multiprocessing.get_context("fork")  # so that the child runs the stand-in
+    monkeypatch.setattr(child, "_context", lambda: fork)
+    monkeypatch.setattr(tune, "_time_child", hot_child)
+    step = registry.step("05")
+    search = tune.Search(step, tune.candidates(step), (64, 64, 64), "GPU", "sm_90")
+    hot = r"tune at 64x64x64: sgemm_\w+<[\d, ]+>, the GPU's SMs ran at 700"
+    with pytest.raises(Throttled, match=hot):
+        tune.time_stage(search, budget_s=60, progress=False)
 
 
 def run_cli(*args):

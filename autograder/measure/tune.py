@@ -40,6 +40,7 @@ from ..ladder import hardware
 from ..ladder.registry import STEPS, Step
 from ..run import compiler, gpu
 from ..run.compiler import CompileError
+from ..run.device_clock import Throttled
 from ..run.kernel import KernelSpec
 from .bench import DATA_DIR
 
@@ -176,6 +177,11 @@ class _Cublas:
 
 
 @dataclass(frozen=True)
+class _Throttled:
+    why: str  # device_clock.Throttled's message: the timings since say nothing
+
+
+@dataclass(frozen=True)
 class _Started:
     trial: int
 
@@ -201,8 +207,12 @@ def _time_child(conn, specs: list[KernelSpec], size: tuple[int, int, int], seed:
     A = rng.standard_normal((M, K), dtype=cupy.float32)
     B = rng.standard_normal((K, N), dtype=cupy.float32)
     C = cupy.zeros((M, N), dtype=cupy.float32)
-    clock = DeviceClock()
+    clock, boost = DeviceClock(), gpu.device_info().clock_mhz
     cublas = median_seconds(partial(cupy.matmul, A, B, out=C), clock.time)
+    try:
+        clock.require_steady(boost, "cuBLAS")
+    except Throttled as e:
+        return conn.send(_Throttled(str(e)))
     conn.send(_Cublas(gflops(M, N, K, cublas)))
     sync = cupy.cuda.Device().synchronize
     for i, spec in enumerate(specs):
@@ -217,6 +227,9 @@ def _time_child(conn, specs: list[KernelSpec], size: tuple[int, int, int], seed:
                 conn.send(_Settled(i, "wrong", f"{wrong.label}: {wrong.message}"))
                 continue
             seconds = median_seconds(partial(launch, M, N, K, 1.0, A, B, 0.0, C), clock.time)
+            clock.require_steady(boost, spec.name_expression)
+        except Throttled as e:  # a hot GPU: no timing from here on says anything
+            return conn.send(_Throttled(str(e)))
         except CompileError as e:
             conn.send(_Settled(i, "does not compile", e.errors.splitlines()[0]))
             continue
@@ -252,7 +265,7 @@ def _run_child(search: Search, trials: list[Trial], seed: int, deadline: float, 
     specs = [spec_for(search.step, t.params) for t in trials]
     running, settled = None, 0  # the trial in progress; how many are done
     with Child(
-        _time_child, specs, search.size, seed, messages=(_Cublas, _Started, _Settled)
+        _time_child, specs, search.size, seed, messages=(_Cublas, _Started, _Settled, _Throttled)
     ) as child:
         while time.monotonic() < deadline:
             message = child.receive(CONFIG_TIMEOUT_S, "timing")
@@ -268,6 +281,8 @@ def _run_child(search: Search, trials: list[Trial], seed: int, deadline: float, 
                 _settle(trials[running], what, why)
                 bar.update()
                 return running + 1
+            if isinstance(message, _Throttled):
+                raise Throttled(f"tune at {'x'.join(map(str, search.size))}: {message.why}")
             if isinstance(message, _Cublas):
                 search.cublas_gflops = search.cublas_gflops or message.gflops
             elif isinstance(message, _Started):
