@@ -408,6 +408,39 @@ def test_the_planted_class_grades_to_the_points_it_must_score_on_a_gpu(tmp_path)
     assert "the minimum is" in slow["message"]
 
 
+def test_gpus_all_runs_one_worker_per_gpu_each_on_its_own_device(tmp_path, monkeypatch):
+    """Two stand-in GPUs: workers forked (so that the stand-ins reach them) grade on
+    the CPU backend, each with CUDA_VISIBLE_DEVICES naming its own device."""
+    import multiprocessing
+
+    from autograder.grade import batch, grading
+
+    seen = tmp_path / "seen"
+    real = grading.grade
+
+    def noting_where(submission, step, options):
+        with open(seen, "a") as f:
+            f.write(f"{submission.student} {os.environ['CUDA_VISIBLE_DEVICES']} {os.getpid()}\n")
+        return real(submission, step, options)
+
+    fork = multiprocessing.get_context("fork")
+    monkeypatch.setattr(batch.multiprocessing, "get_context", lambda method: fork)
+    monkeypatch.setattr(batch.grading, "grade", noting_where)
+    monkeypatch.setattr(batch, "_gpu_identity", lambda gpu: f"stand-in-{gpu}")
+    monkeypatch.setattr(batch, "LOCK_DIR", tmp_path / "locks")
+    write_large_class(tmp_path / "class", 6)
+    book = Gradebook.of(tmp_path / "class", STEP)
+    options = grading.Options(backend="cpu", case_timeout_s=float(TIMEOUT))
+    summary = batch.run(tmp_path / "class", STEP, book, options, gpus=["0", "1"], progress=False)
+    assert summary.workers == 2 and len(summary.graded) == 6 and not summary.not_graded
+    rows = [line.split() for line in seen.read_text().splitlines()]
+    assert sorted(student for student, _, _ in rows) == sorted(g.student for g in summary.graded)
+    devices = {pid: {device for _, device, p in rows if p == pid} for _, _, pid in rows}
+    assert len(devices) == 2 and sorted(d for (d,) in devices.values()) == ["0", "1"], devices
+    locks = {p.name for p in (tmp_path / "locks").iterdir()}
+    assert locks == {"stand-in-0.lock", "stand-in-1.lock"}  # each worker holds its own GPU
+
+
 @pytest.mark.gpu
 def test_every_gpu_grades_its_share_with_the_same_verdicts(tmp_path):
     from autograder.grade.batch import visible_gpus
