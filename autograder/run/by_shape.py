@@ -182,9 +182,9 @@ def sample_shapes(shape_cls: tuple[int, int, int], sms: int) -> list[tuple[int, 
     # is five tiles on a T4) a side can make one tile too many, and two sides can
     # round to one. 8 less keeps a side ragged.
     sides: list[int] = []
+    most = waves[1] * sms  # tiles
     for tw in (0.75, 0.25):
         side = ragged(128 * math.sqrt(across(*waves, tw) * sms))
-        most = waves[1] * sms  # tiles
         while side > 8 and (side in sides or tile_count(side, side, MEASURE_TILES) > most):
             side -= 8
         sides.insert(0, side)
