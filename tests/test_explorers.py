@@ -101,3 +101,49 @@ def test_the_explorer_refuses_what_the_kernels_static_asserts_refuse():
         if step.tuning.rules(step.params | {"BK": 4}):
             assert explorers.tile_costs(step.id, BK=4).rejected, step.name
     assert any(s.tuning.rules(s.params | {"BK": 4}) for s in TUNED)
+
+
+def test_a_misaligned_row_is_explained_where_it_needs_five_sectors():
+    a, b, c = explorers.warp_accesses("columns", N=777, K=513, warp=1)
+    assert c.sectors == 5 and "straddle 5 sectors, not 4" in explorers.sector_story(c, 777)
+    assert "a row of 777 floats is 3108 bytes" in explorers.sector_story(c, 777)
+    assert "the same float" in explorers.sector_story(a, 513)
+    aligned = explorers.warp_accesses("columns", N=768, K=513, warp=1)[2]
+    assert explorers.sector_story(aligned, 768).endswith("128 bytes in 4 sectors")
+    rows = explorers.warp_accesses("rows", N=777, K=513)[0]
+    assert "2052 bytes apart" in explorers.sector_story(rows, 513)
+
+
+def test_each_warp_explorer_opens_on_the_layout_its_notebook_teaches_with_plain_labels():
+    pytest.importorskip("ipywidgets")
+    for name, walk in (("01_naive", "rows"), ("02_coalescing", "columns")):
+        controls = explorers.explorer_for(name).children[:-1]  # the last is the output
+        assert controls[0].value == walk, name
+        labels = [c.description for c in controls]
+        assert labels == ["threads walk", "N", "K", "warp"], labels
+        assert controls[0].style.description_width == "initial"  # shown whole
+    gpu = explorers.explorer_for("00_cpu_triple_loop").children[3]
+    assert gpu.description == "GPU"
+
+
+REFERENCE_05 = registry.step("05")
+
+
+def test_the_compile_button_compiles_the_learners_kernel_beside_the_reference(tmp_path):
+    mine = tmp_path / f"{REFERENCE_05.name}.cu"
+    said = explorers.compiled("05", mine, **REFERENCE_05.params)
+    assert said[0].startswith(f"no {mine.name} here yet") and len(said) == 2
+    assert said[1].startswith("the course's reference kernel: ") and "registers" in said[1]
+
+    mine.write_text(REFERENCE_05.source().replace("// Step 05", "#error not yet\n// Step 05", 1))
+    said = explorers.compiled("05", mine, **REFERENCE_05.params)
+    assert said[0].startswith(f"your kernel ({mine.name}) did not compile: ")
+    assert "#error" in said[0]
+    assert said[1].startswith("the course's reference kernel: ")
+
+    mine.write_text(REFERENCE_05.source())  # the learner's, done
+    mine_said, reference_said = explorers.compiled("05", mine, **REFERENCE_05.params)
+    assert mine_said.startswith(f"your kernel ({mine.name}): ") and "registers" in mine_said
+    assert reference_said.startswith("the course's reference kernel: ")
+    too_many = dict(REFERENCE_05.params, TM=16, TN=16)  # 288 registers a thread and more
+    assert explorers.compiled("05", mine, **too_many)[0].startswith("not compiled")

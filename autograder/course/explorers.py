@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from pathlib import Path
 
 from ..ladder import hardware, registry
 from ..run import by_shape
@@ -46,6 +47,28 @@ def warp_accesses(threads_walk: str, N: int, K: int, warp: int = 0, k: int = 0):
         sectors = len({o * 4 // SECTOR_BYTES for o in offsets})
         accesses.append(WarpAccess(matrix, tuple(offsets), sectors))
     return accesses
+
+
+def sector_story(access: WarpAccess, row_floats: int) -> str:
+    """Why a warp's access needs its sectors, in a sentence. row_floats: the length
+    of a row of the access's matrix (N for B and C, K for A)."""
+    first, *_ = access.offsets
+    if len(set(access.offsets)) == 1:
+        return f"{access.matrix}: every lane reads the same float, one sector for the warp"
+    if list(access.offsets) != list(range(first, first + 32)):
+        return (
+            f"{access.matrix}: lanes {4 * row_floats} bytes apart (a row of {row_floats} "
+            f"floats), so each float needs a sector of its own: {access.sectors}"
+        )
+    start = 4 * first % SECTOR_BYTES
+    if start == 0:
+        return f"{access.matrix}: 32 floats side by side, 128 bytes in {access.sectors} sectors"
+    return (
+        f"{access.matrix}: 32 floats side by side, but they start {start} bytes into a "
+        f"sector, so their 128 bytes straddle {access.sectors} sectors, not 4: a row of "
+        f"{row_floats} floats is {4 * row_floats} bytes, not a multiple of 32, so most rows "
+        "start inside a sector"
+    )
 
 
 @dataclass(frozen=True)
@@ -179,46 +202,91 @@ def plan_costs(M: int, N: int, K: int, plan: by_shape.Plan, sms: int) -> PlanCos
 # Widgets. Imported lazily: the functions above must work without Jupyter.
 
 
-def warp_explorer():
+# A control's label shows whole at a notebook's default width.
+LABEL = {"description_width": "initial"}
+# What threadIdx.x walks in each step's kernel: the layout its notebook teaches.
+WALKS = {"01": "rows", "02": "columns"}
+
+
+def warp_explorer(threads_walk: str = "rows"):
     import ipywidgets as w
     import matplotlib.pyplot as plt
 
     def show(threads_walk, N, K, warp):
+        accesses = warp_accesses(threads_walk, N, K, warp)
         fig, axes = plt.subplots(1, 3, figsize=(11, 2.8))
-        for ax, access in zip(axes, warp_accesses(threads_walk, N, K, warp), strict=True):
-            ax.scatter(range(32), [o * 4 for o in access.offsets], s=12)
+        for ax, access in zip(axes, accesses, strict=True):
+            first = access.offsets[0]
+            ax.scatter(range(32), [4 * (o - first) for o in access.offsets], s=12)
+            if len(set(access.offsets)) == 1:  # one address: no range to scale to
+                ax.set_ylim(-SECTOR_BYTES, SECTOR_BYTES)
             ax.set_title(
                 f"{access.matrix}: {access.sectors} sector{'s' * (access.sectors != 1)} of 32 B"
             )
-            ax.set_xlabel("lane")
-        axes[0].set_ylabel("byte address")
+            ax.set_xlabel("lane (threadIdx.x)")
+        axes[0].set_ylabel("bytes after lane 0's")
         fig.suptitle(f"one warp, threadIdx.x walking the {threads_walk} of C")
         fig.tight_layout()
         plt.show()
+        for access in accesses:
+            print(sector_story(access, K if access.matrix == "A" else N))
 
     return w.interactive(
         show,
-        threads_walk=w.Dropdown(options=["rows", "columns"]),
-        N=w.IntSlider(value=777, min=32, max=4096, step=1),
-        K=w.IntSlider(value=513, min=1, max=4096, step=1),
-        warp=w.IntSlider(value=0, min=0, max=31),
+        threads_walk=w.Dropdown(
+            options=["rows", "columns"], value=threads_walk, description="threads walk", style=LABEL
+        ),
+        N=w.IntSlider(value=777, min=32, max=4096, step=1, description="N"),
+        K=w.IntSlider(value=513, min=1, max=4096, step=1, description="K"),
+        warp=w.IntSlider(value=0, min=0, max=31, description="warp"),
     )
+
+
+def compiled(step_id: str, mine: Path, **params) -> list[str]:
+    """What the compile button says: the learner's kernel (mine: the file the notebook's
+    kernel cell writes) and the course's reference, each compiled for a T4 at these
+    parameters, with their registers and spills, or why it did not compile."""
+    from ..run import compiler
+
+    if tile_costs(step_id, **params).rejected:
+        return ["not compiled: these parameters are rejected (see the problems above)"]
+    step = registry.step(step_id).with_params(**params)
+    kernels = [("the course's reference kernel", step.source(), step.path.name)]
+    said = []
+    if mine.exists():
+        kernels.insert(0, (f"your kernel ({mine.name})", mine.read_text(), mine.name))
+    else:
+        said.append(f"no {mine.name} here yet (its cell above writes it): the reference only")
+    for who, source, filename in kernels:
+        try:
+            result = compiler.compile_for_arch(source, [step.name_expression], "sm_75", filename)
+        except compiler.CompileError as e:  # a static_assert names the broken constraint
+            said.append(f"{who} did not compile: {e.errors.strip().splitlines()[0]}")
+            continue
+        resources = result.resources[step.name_expression]
+        said.append(f"{who}: {resources}")
+        said += [f"  problem: {p}" for p in resources.problems(step.geometry.threads)]
+    return said
 
 
 def tile_explorer(step_id: str):
     import ipywidgets as w
 
-    from ..run import compiler
-
     step = registry.step(step_id)
     sliders = {
         name: w.Dropdown(
-            options=sorted({1, 2, 4, 8, 16, 32, 64, 128, 256, value}), value=value, description=name
+            options=sorted({1, 2, 4, 8, 16, 32, 64, 128, 256, value}),
+            value=value,
+            description=name,
+            style=LABEL,
         )
         for name, value in step.params.items()
     }
     out = w.Output()
-    button = w.Button(description="compile for the T4 (sm_75)")
+    button = w.Button(
+        description="compile your kernel and the reference for a T4 (sm_75)",
+        layout=w.Layout(width="auto"),
+    )
 
     def show(**params):
         costs = tile_costs(step_id, **params)
@@ -237,21 +305,8 @@ def tile_explorer(step_id: str):
 
     def compile_now(_):
         chosen = {k: s.value for k, s in sliders.items()}
-        tuned = step.with_params(**chosen)
         with out:
-            if tile_costs(step_id, **chosen).rejected:
-                print("not compiled: these parameters are rejected (see the problems above)")
-                return
-            try:
-                result = compiler.compile_for_arch(
-                    tuned.source(), [tuned.name_expression], "sm_75", tuned.path.name
-                )
-                resources = result.resources[tuned.name_expression]
-                print(resources)
-                for problem in resources.problems(tuned.geometry.threads):
-                    print("problem:", problem)
-            except Exception as e:  # a static_assert names the broken constraint
-                print(str(e).splitlines()[-3:])
+            print("\n".join(compiled(step_id, Path(f"{step.name}.cu"), **chosen)))
 
     button.on_click(compile_now)
     shown = w.interactive(show, **sliders)
@@ -280,7 +335,7 @@ def _shape_and_gpu(w, M: int, N: int, K: int, max_K: int = 8192) -> dict:
         M=w.IntSlider(value=M, **size),
         N=w.IntSlider(value=N, **size),
         K=w.IntSlider(value=K, **{**size, "max": max_K}),
-        gpu_name=w.Dropdown(options=list(GPUS)),
+        gpu_name=w.Dropdown(options=list(GPUS), description="GPU"),
     )
 
 
@@ -303,7 +358,7 @@ def dispatch_explorer():
     return w.interactive(
         show,
         **_shape_and_gpu(w, 512, 512, 8192, max_K=65536),
-        splits=w.IntSlider(value=1, min=1, max=by_shape.MAX_SPLITS),
+        splits=w.IntSlider(value=1, min=1, max=by_shape.MAX_SPLITS, description="layers of K"),
     )
 
 
@@ -315,5 +370,5 @@ def explorer_for(assignment: str):
     if step.contract == "reduce":  # step 09: the dispatcher's choices
         return dispatch_explorer()
     if not step.params:  # steps 01 and 02: one thread per element, no tiles
-        return warp_explorer()
+        return warp_explorer(WALKS[step.id])
     return tile_explorer(step.id)
