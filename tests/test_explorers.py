@@ -147,3 +147,32 @@ def test_the_compile_button_compiles_the_learners_kernel_beside_the_reference(tm
     assert reference_said.startswith("the course's reference kernel: ")
     too_many = dict(REFERENCE_05.params, TM=16, TN=16)  # 288 registers a thread and more
     assert explorers.compiled("05", mine, **too_many)[0].startswith("not compiled")
+
+
+@pytest.mark.parametrize("step", [s for s in TUNED if s.id <= "08"], ids=lambda s: s.name)
+def test_a_tile_explorer_redraws_the_steps_picture_for_the_chosen_parameters(step, monkeypatch):
+    pytest.importorskip("ipywidgets")
+    from autograder.course import pictures
+
+    drawn = []
+    real = pictures.picture
+    monkeypatch.setattr(pictures, "picture", lambda s: drawn.append(s.params) or real(s))
+    explorer = explorers.explorer_for(step.name)
+    assert drawn == [step.params]  # drawn as it opens
+    changes = _off_the_grid(step)
+    accepted = next(c for c in changes if not explorers.tile_costs(step.id, **c).rejected)
+    dropdowns = {c.description: c for c in explorer.children[0].children if hasattr(c, "options")}
+    for name, value in accepted.items():
+        dropdowns[name].value = value
+    assert drawn[-1] == {**step.params, **accepted}, (drawn, accepted)
+    dropdowns["BM"].value = 1  # rejected: no picture, the reasons instead
+    assert drawn[-1] == {**step.params, **accepted}
+
+
+def test_the_dispatch_explorer_prints_a_table_that_fits_a_narrow_column(capsys):
+    pytest.importorskip("ipywidgets")
+    explorers.explorer_for("09_by_shape")
+    lines = capsys.readouterr().out.splitlines()
+    rows = [line for line in lines if line.split()[0] in explorers.by_shape.TILES]
+    assert len(rows) == len(explorers.by_shape.TILES)
+    assert max(map(len, lines)) <= 72, max(lines, key=len)

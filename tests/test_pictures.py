@@ -1,10 +1,8 @@
-"""The book's pictures of the ladder (book/pictures.py): every step has one, each
+"""The pictures of the ladder (autograder/course/pictures.py): every step has one, each
 draws on the CPU and fits the book's column, and each is drawn from the step's
 registry parameters and launch geometry, not from sizes typed into the picture."""
 
-import sys
 from dataclasses import replace
-from pathlib import Path
 
 import matplotlib
 import matplotlib.pyplot as plt
@@ -12,11 +10,10 @@ import pytest
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
+from autograder.course import pictures
 from autograder.ladder import registry
 
 matplotlib.use("Agg")  # no display, no GPU: what the book's build has
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "book"))
-import pictures
 
 STEPS = registry.ALL_STEPS  # the ladder, step 00 included, and the bonus steps
 
@@ -73,7 +70,7 @@ def test_every_step_has_a_picture():
     missing = [s.name for s in STEPS if s.slug not in pictures.DRAWINGS]
     assert not missing, (
         f"no picture for {', '.join(missing)}: add a function that draws it to "
-        "DRAWINGS in book/pictures.py"
+        "DRAWINGS in autograder/course/pictures.py"
     )
     stale = set(pictures.DRAWINGS) - {s.slug for s in STEPS}
     assert not stale, f"pictures of steps the registry no longer has: {sorted(stale)}"

@@ -289,6 +289,10 @@ def tile_explorer(step_id: str):
     )
 
     def show(**params):
+        import matplotlib.pyplot as plt
+
+        from . import pictures
+
         costs = tile_costs(step_id, **params)
         out.clear_output()
         with out:
@@ -302,6 +306,8 @@ def tile_explorer(step_id: str):
                 print("problem:", problem)
             if costs.rejected:
                 print("rejected: the kernel's rules or a T4's limits say no (see above)")
+            else:  # the book's picture of the step, at these parameters
+                plt.close(pictures.picture(step.with_params(**params)))
 
     def compile_now(_):
         chosen = {k: s.value for k, s in sliders.items()}
@@ -347,13 +353,13 @@ def dispatch_explorer():
         sms = GPUS[gpu_name]["sms"]
         chosen = by_shape.rule_of_thumb(M, N, K, sms)
         print(f"rule of thumb on the {gpu_name} ({sms} SMs): {chosen}")
+        print(f"each tile shape in {splits} layer{'s' * (splits > 1)} of K:")
+        print(f"{'tiles':<11}{'blocks':>7}{'waves':>7}{'SMs busy':>9}{'traffic':>9}")
         for tiles in by_shape.TILES:
             c = plan_costs(M, N, K, by_shape.Plan(tiles, splits), sms)
-            print(
-                f"  {c.plan!s:<28} {c.blocks:6d} blocks, {c.waves:6.2f} waves "
-                f"({c.busy:4.0%} of the SMs' time busy), split-K adds "
-                f"{c.split_bytes / c.product_bytes:5.0%} to the least traffic"
-            )
+            extra = c.split_bytes / c.product_bytes
+            print(f"{tiles:<11}{c.blocks:>7}{c.waves:>7.2f}{c.busy:>9.0%}{f'+{extra:.0%}':>9}")
+        print("traffic: what split-K adds to the least a product moves (A, B, C once)")
 
     return w.interactive(
         show,

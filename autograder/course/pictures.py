@@ -1,4 +1,6 @@
 """A picture of every step of the ladder: which thread touches what, and how often.
+The book draws them, and the exercises' explorers redraw them for the parameters a
+learner chooses.
 
 `picture("05")` draws step 05's one idea. Every size in it comes from the
 registry (autograder/ladder/registry.py): the step's template parameters and its
@@ -6,7 +8,7 @@ launch geometry, so a tuned parameter set redraws it. The only numbers typed in
 here are the small example problems the pictures are drawn on (how many blocks
 of C, how long K is) and which thread or k they pick to show.
 
-    python book/pictures.py /tmp/pictures     # every picture as a PNG
+    python -m autograder.course.pictures /tmp/pictures     # every picture as a PNG
 """
 
 from __future__ import annotations
@@ -75,7 +77,7 @@ def picture(step_id: str | registry.Step) -> Figure:
     if draw is None:
         raise KeyError(
             f"step {step.name} has no picture: add a function that draws it to "
-            "DRAWINGS in book/pictures.py"
+            "DRAWINGS in autograder/course/pictures.py"
         )
     fig = plt.figure(FigureClass=Picture, figsize=(WIDTH, 4), dpi=DPI)
     draw(fig, step)
