@@ -119,6 +119,11 @@ def _text(ax, x, y, s, size=TEXT, **kw):
     return ax.text(x, y, s, fontsize=size, **kw)
 
 
+def _caption(ax, x, y, s, **kw):
+    """Words under a tile, hanging from y."""
+    return _text(ax, x, y, s, va="top", size=SMALL + 1, **kw)
+
+
 def _arrow(ax, start, end, colour="black", lw=1.2, style="-|>"):
     ax.annotate(
         "", xy=end, xytext=start, arrowprops={"arrowstyle": style, "color": colour, "lw": lw}
@@ -340,14 +345,8 @@ def _one_thread_per_element(fig, step):
                 ha="left" if lane == 0 else "right",
             )
     walks = "rows" if g.rows_on == "x" else "columns"
-    _text(
-        zx,
-        cx + TC / 2,
-        cy + TR + 0.6,
-        f"C: one block, {TR}×{TC};\nthreadIdx.x walks its {walks}",
-        va="top",
-        size=SMALL + 1,
-    )
+    caption = f"C: one block, {TR}×{TC};\nthreadIdx.x walks its {walks}"
+    _caption(zx, cx + TC / 2, cy + TR + 0.6, caption)
     _text(zx, ax_ + k + 0.5, ay + TR + 0.6, f"k = {k}", va="top", size=SMALL + 1)
     _counts(
         fig, 0.02, 0.42, "Each thread, each k", ["1 load of A, 1 of B", "1 FMA"], size=SMALL + 1
@@ -521,14 +520,10 @@ def _register_blocking(fig, step):
     ax.plot([src_x, cx + n], [cy + m + 0.5] * 2, color="black", lw=0.8, ls=":")
     ax.plot([cx + n + 0.5] * 2, [ry + 1, cy + m], color="black", lw=0.8, ls=":")
     if one_d:
-        _text(
-            ax,
-            cx + cols / 2,
-            cy + TM + 0.4,
+        _caption(
+            ax, cx + cols / 2, cy + TM + 0.4,
             f"C: the {BN} threads of this row;\nred: this thread's {TM} accumulators",
-            va="top",
-            size=SMALL + 1,
-        )
+        )  # fmt: skip
     else:
         _text(ax, cx + TN + 0.4, cy + TM / 2, f"acc:\n{TM}×{TN}", ha="left", size=SMALL + 1)
     # Above As, left of Bs: the counts.
