@@ -204,8 +204,6 @@ def plan_costs(M: int, N: int, K: int, plan: by_shape.Plan, sms: int) -> PlanCos
 
 # A control's label shows whole at a notebook's default width.
 LABEL = {"description_width": "initial"}
-# What threadIdx.x walks in each step's kernel: the layout its notebook teaches.
-WALKS = {"01": "rows", "02": "columns"}
 
 
 def warp_explorer(threads_walk: str = "rows"):
@@ -376,5 +374,5 @@ def explorer_for(assignment: str):
     if step.contract == "reduce":  # step 09: the dispatcher's choices
         return dispatch_explorer()
     if not step.params:  # steps 01 and 02: one thread per element, no tiles
-        return warp_explorer(WALKS[step.id])
+        return warp_explorer(step.geometry.x_walks)  # the layout its notebook teaches
     return tile_explorer(step.id)

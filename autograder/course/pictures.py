@@ -344,8 +344,7 @@ def _one_thread_per_element(fig, step):
                 va="top",
                 ha="left" if lane == 0 else "right",
             )
-    walks = "rows" if g.rows_on == "x" else "columns"
-    caption = f"C: one block, {TR}×{TC};\nthreadIdx.x walks its {walks}"
+    caption = f"C: one block, {TR}×{TC};\nthreadIdx.x walks its {g.x_walks}"
     _caption(zx, cx + TC / 2, cy + TR + 0.6, caption)
     _text(zx, ax_ + k + 0.5, ay + TR + 0.6, f"k = {k}", va="top", size=SMALL + 1)
     _counts(

@@ -42,6 +42,11 @@ class Geometry:
     def threads(self) -> int:
         return self.block[0] * self.block[1]
 
+    @property
+    def x_walks(self) -> str:
+        """What consecutive threadIdx.x (a warp's lanes) walk in C: 'rows' or 'columns'."""
+        return "rows" if self.rows_on == "x" else "columns"
+
     def grid(self, M: int, N: int) -> tuple[int, int]:
         row_blocks = math.ceil(M / self.tile[0])
         col_blocks = math.ceil(N / self.tile[1])

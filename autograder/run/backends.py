@@ -227,10 +227,7 @@ class GpuBackend(Backend):
         return self._clock.time(run)
 
     def throttled(self) -> str:
-        """Whether the SM clock the timings ran at was throttled (device_clock.throttled)."""
-        why = device_clock.throttled(self._clock.readings_mhz, self._boost_mhz)
-        self._clock.readings_mhz.clear()
-        return why
+        return self._clock.throttled(self._boost_mhz)
 
 
 class CpuBackend(Backend):

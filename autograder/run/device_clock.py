@@ -137,10 +137,15 @@ class DeviceClock:
             f"{HOLD_LIMIT_S} s): does it synchronize with the device?"
         )
 
-    def require_steady(self, boost_mhz: float, where: str) -> None:
-        """Raise Throttled where the samples since the last call were taken while the GPU
-        throttled (see throttled); then start a new set."""
+    def throttled(self, boost_mhz: float) -> str:
+        """Why the samples since the last call say nothing (see throttled), or ''; then
+        a new set starts."""
         why = throttled(self.readings_mhz, boost_mhz)
         self.readings_mhz.clear()
-        if why:
+        return why
+
+    def require_steady(self, boost_mhz: float, where: str) -> None:
+        """Raise Throttled where the samples since the last call were taken while the GPU
+        throttled; then start a new set."""
+        if why := self.throttled(boost_mhz):
             raise Throttled(f"{where}, {why}")
