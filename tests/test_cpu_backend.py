@@ -62,12 +62,12 @@ def test_a_missing_barrier_fails_on_every_run(bug, attempt):
     assert RACE_MESSAGES[bug] in " ".join(c.message for c in report.failures), str(report)
 
 
-
 @pytest.mark.parametrize("attempt", range(3))
 def test_a_pipeline_handover_without_its_barrier_fails_on_every_run(attempt):
     report = check(HANDOVER_WITHOUT_BARRIER, shapes=SMALL)
     assert not report.ok, str(report)
     assert "threads race" in " ".join(c.message for c in report.failures), str(report)
+
 
 def test_an_out_of_bounds_read_names_the_thread_block_and_matrix():
     spec, _ = PLANTED["missing K bound in the tile load"]

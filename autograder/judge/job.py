@@ -290,9 +290,7 @@ def _run_child(job: Job, case_timeout_s: float, outcome: Outcome, scratch) -> st
             message = child.receive(timeout, doing)
             if isinstance(message, Hung):
                 if timeout != case_timeout_s:
-                    raise GraderFault(
-                        f"the grader got stuck {doing} (no word in {timeout:.0f} s)"
-                    )
+                    raise GraderFault(f"the grader got stuck {doing} (no word in {timeout:.0f} s)")
                 report.error = _hung(message, started, seconds_per_flop)
                 break
             if isinstance(message, Died):

@@ -93,9 +93,7 @@ def judge_speed(outcome, step: registry.Step, config: dict) -> Speed:
             )
     for timed in timings:
         if timed["reference"].throttled:  # steady but slow: the noise rule cannot see it
-            raise GraderFault(
-                f"{timed['reference'].throttled}; grade again on a cool, idle GPU"
-            )
+            raise GraderFault(f"{timed['reference'].throttled}; grade again on a cool, idle GPU")
         # The reference is the course's own kernel: if its launches disagree, the GPU
         # does (throttling, another process on it), and no verdict can be trusted.
         # A submission's own noise is its own: its median counts as it is.

@@ -14,6 +14,7 @@ cuBLAS figure of the same run at the same shape, which is the one the tables pri
 beside it. Results carry the GPU, date and versions, and merge into
 book/data/bench_<gpu>.csv, from which the book draws its plots.
 """
+
 from __future__ import annotations
 
 import csv
