@@ -115,7 +115,7 @@ except ImportError:  # not installed here, and no public repository to fetch it 
         "The course's autograder is not installed here, and this notebook cannot fetch it "
         f"(its repository, {COURSE}, is a placeholder): on Colab, open the notebook from the "
         "Open in Colab link your course gives you; on your own machine, open it in a clone "
-        "of the course after `pip install -r requirements.txt` there."
+        "of the course after `pip install -r requirements-learner.txt` there."
     ) from None
 """
 _SETUP_FETCH = """\
@@ -141,7 +141,7 @@ except ImportError:  # not installed here (Colab; a notebook on its own): fetch 
                     "Colab, check that the runtime is connected and run this cell again; on "
                     "your own machine, check your internet connection and run this cell "
                     f"again, or clone the course, check out {RELEASE}, run `pip install -r "
-                    "requirements.txt` in it and open this notebook there."
+                    "requirements-learner.txt` in it and open this notebook there."
                 ) from None
         os.rename("sgemm-course.part", "sgemm-course")
         # What confines a kernel's native code on the CPU backend (pure Python).
@@ -156,7 +156,7 @@ except ImportError as e:  # the course is here, but not what it needs
     raise SetupFailed(
         f"The course's autograder cannot be loaded ({e}): on Colab, restart the session "
         "(Runtime > Restart session) and run this cell again; on your own machine, run "
-        "`pip install -r requirements.txt` in the course's folder and run this cell again."
+        "`pip install -r requirements-learner.txt` in the course's folder and run this cell again."
     ) from None
 exercise.setup()"""
 

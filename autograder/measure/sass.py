@@ -78,7 +78,7 @@ GLOBAL_LOADS = ("LDG", "LDG.64", "LDG.128")
 # The wheel that ships nvdisasm (version 13 puts it in nvidia/cu13/bin/, 12 elsewhere:
 # its own file list says where).
 WHEEL = "nvidia-cuda-nvdisasm"
-INSTALL = f"pip install {WHEEL} (requirements.txt pins the version CI uses)"
+INSTALL = f"pip install {WHEEL} (requirements-learner.txt pins the version CI uses)"
 
 
 class DisassemblerUnavailable(RuntimeError):
