@@ -1,6 +1,7 @@
 """What the notebook explorers compute (the widgets only draw it)."""
 
 import itertools
+import re
 
 import pytest
 
@@ -176,3 +177,12 @@ def test_the_dispatch_explorer_prints_a_table_that_fits_a_narrow_column(capsys):
     rows = [line for line in lines if line.split()[0] in explorers.by_shape.TILES]
     assert len(rows) == len(explorers.by_shape.TILES)
     assert max(map(len, lines)) <= 72, max(lines, key=len)
+
+
+def test_the_sentence_for_a_front_end_that_cannot_draw_an_explorer_is_hidden_until_then():
+    for version, fix in (("7.7.1", '%pip install -q "ipywidgets>=8"'), ("8.1.9", "where")):
+        html = explorers.front_end_help(version)
+        assert ".sgemm-widgets-help { display: none; }" in html  # shown only by the rule below
+        assert ":has(.jupyter-widgets-error-widget) .sgemm-widgets-help" in html
+        said = re.sub(r"<[^>]+>", "", html.split("</style>")[1]).replace("&gt;", ">")
+        assert version in said and fix in said, said

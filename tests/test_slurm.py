@@ -8,14 +8,13 @@ instead of skipping."""
 
 import os
 import shutil
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 from planted_class import write_large_class
+from services import free_port, unless_possible, wait_for
 
 from autograder.grade.gradebook import read_csv
 from autograder.ladder import registry
@@ -32,24 +31,7 @@ WHY = (
     if os.geteuid() != 0
     else ""
 )
-if WHY and os.environ.get("SGEMM_REQUIRE_SLURM"):
-    pytest.fail(f"SGEMM_REQUIRE_SLURM is set, but the Slurm test cannot run: {WHY}", pytrace=False)
-pytestmark = pytest.mark.skipif(bool(WHY), reason=WHY)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_for(condition, what: str, seconds: float = 120):
-    deadline = time.monotonic() + seconds
-    while not (result := condition()):
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"{what}: not after {seconds:.0f} s")
-        time.sleep(0.2)
-    return result
+pytestmark = unless_possible(WHY, "SGEMM_REQUIRE_SLURM")
 
 
 @pytest.fixture(scope="module")

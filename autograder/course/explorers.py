@@ -366,6 +366,45 @@ def dispatch_explorer():
     )
 
 
+# Shown only where Jupyter's widget front end failed to draw the explorer beside it: the
+# front end then puts ipywidgets' error view in the output (seen in JupyterLab 4.6 with a
+# kernel's ipywidgets 7). Where that never happens, or where each output is a page of its
+# own (Colab, whose front end matches its ipywidgets), the sentence stays hidden.
+_FRONT_END_HELP = """<style>
+.sgemm-widgets-help {{ display: none; }}
+:has(.jupyter-widgets-error-widget) .sgemm-widgets-help {{ display: block; }}
+</style>
+<p class="sgemm-widgets-help"><b>The explorer above could not be drawn:</b> {why}</p>"""
+
+
+def front_end_help(ipywidgets_version: str) -> str:
+    """The HTML shown below an explorer that says, only when Jupyter's widget front end
+    cannot draw it, what to do: the front end and the kernel's ipywidgets (of this
+    version) speak different versions of the widget protocol."""
+    if ipywidgets_version.startswith("7."):
+        why = (
+            f"this Jupyter draws widgets for ipywidgets 8, and this kernel has ipywidgets "
+            f'{ipywidgets_version}. Run <code>%pip install -q "ipywidgets>=8"</code> in a '
+            "cell, restart the kernel (Kernel &gt; Restart) and run the notebook again."
+        )
+    else:
+        why = (
+            f"this Jupyter draws widgets for an older ipywidgets than this kernel's "
+            f'{ipywidgets_version}. Run <code>pip install "ipywidgets>=8"</code> where '
+            "Jupyter itself is installed, restart Jupyter and reload this page."
+        )
+    return _FRONT_END_HELP.format(why=why)
+
+
+def explore(assignment: str) -> None:
+    """What a notebook's explore cell runs: the explorer, and below it the sentence a
+    learner needs if their Jupyter cannot draw it."""
+    import ipywidgets
+    from IPython.display import HTML, display
+
+    display(explorer_for(assignment), HTML(front_end_help(ipywidgets.__version__)))
+
+
 def explorer_for(assignment: str):
     """The explorer a notebook shows, by its assignment name."""
     step = registry.step(assignment[:2])

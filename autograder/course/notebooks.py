@@ -116,7 +116,7 @@ def _explorer_cell(nbformat, a: Assignment):
     when they run a notebook unattended, because executing a widget cell that way
     sometimes never returns (jupyter/nbclient#312; seen here three times); a learner
     runs it as any other cell."""
-    cell = _cell(nbformat, "code", f'explorers.explorer_for("{a.name}")', "explore")
+    cell = _cell(nbformat, "code", f'explorers.explore("{a.name}")', "explore")
     cell.metadata["tags"] = ["skip-execution"]
     return cell
 
