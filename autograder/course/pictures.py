@@ -53,9 +53,34 @@ class Picture(Figure):
             return
         from IPython.display import Image, display
 
-        png = io.BytesIO()
-        self.savefig(png, format="png", dpi=DPI, bbox_inches="tight")
-        display(Image(png.getvalue()))
+        display(Image(png(self, DPI)))
+
+
+def smallest_text(fig: Figure) -> float:
+    """The font size, in points, of the smallest text drawn on fig (0 where it has none)."""
+    from matplotlib.text import Text
+
+    fig.canvas.draw()  # tick labels get their text when they are drawn
+    sizes = [
+        t.get_fontsize() for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip()
+    ]
+    return min(sizes, default=0)
+
+
+def png(fig: Figure, dpi: float | None = None) -> bytes:
+    """fig as a PNG, cropped to what is drawn, that says in its metadata (min-text-px)
+    the size of its smallest text in the image's pixels: book/look.py scales it by how
+    wide a browser shows the image, to check the reader can read it."""
+    dpi = dpi or fig.dpi
+    out = io.BytesIO()
+    fig.savefig(
+        out,
+        format="png",
+        dpi=dpi,
+        bbox_inches="tight",
+        metadata={"min-text-px": f"{smallest_text(fig) * dpi / 72:.2f}"},
+    )
+    return out.getvalue()
 
 
 def _cell() -> int | None:
@@ -1021,7 +1046,7 @@ def main(argv: list[str]) -> None:
     out.mkdir(parents=True, exist_ok=True)
     for step in registry.ALL_STEPS:
         fig = picture(step)
-        fig.savefig(out / f"{step.name}.png", dpi=DPI)
+        (out / f"{step.name}.png").write_bytes(png(fig, DPI))
         plt.close(fig)
         print(out / f"{step.name}.png")
 
