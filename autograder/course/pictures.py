@@ -149,6 +149,19 @@ def _caption(ax, x, y, s, **kw):
     return _text(ax, x, y, s, va="top", size=SMALL + 1, **kw)
 
 
+def _below(text, s, colour):
+    """A line of words in colour, naming what is drawn in that colour, under a text."""
+    lines = text.get_text().count("\n") + 1
+    drop = lines * text.get_fontsize() * 1.2 / 72  # matplotlib's line spacing, in inches
+    move = ScaledTranslation(0, -drop, text.get_figure(root=True).dpi_scale_trans)
+    x, y = text.get_position()
+    where = text.axes or text.get_figure(root=True)
+    return where.text(
+        x, y, s, transform=text.get_transform() + move, fontsize=text.get_fontsize(),
+        ha=text.get_horizontalalignment(), va="top", color=colour, fontweight="bold",
+    )  # fmt: skip
+
+
 def _arrow(ax, start, end, colour="black", lw=1.2, style="-|>"):
     ax.annotate(
         "", xy=end, xytext=start, arrowprops={"arrowstyle": style, "color": colour, "lw": lw}
@@ -490,13 +503,11 @@ def _register_blocking(fig, step):
     _grid(ox, 0, 0, BM, BN, TM, TN, lw=0.3)
     _box(ox, 0, 0, BN, BM, lw=1.2)
     _box(ox, t_col * TN, t_row * TM, TN, TM, fc=VERMILLION, ec=VERMILLION, lw=1)
-    fig.text(
-        0.02,
-        0.24,
-        f"C: block {BM}×{BN},\n{g.threads} threads\nof {TM}×{TN};\nred: thread {thread}",
-        fontsize=SMALL + 1,
-        va="top",
-    )
+    said = fig.text(
+        0.02, 0.24, f"C: block {BM}×{BN},\n{g.threads} threads\nof {TM}×{TN};",
+        fontsize=SMALL + 1, va="top",
+    )  # fmt: skip
+    _below(said, f"■ thread {thread}", colour=VERMILLION)
     # Right: the outer product at one k. In 1D, beside the thread's column, its
     # row of threads (BN of them, one column each: they read the same As values).
     cols, tc = (BN, t_col) if one_d else (TN, 0)  # columns of Bs drawn; the thread's first
@@ -544,10 +555,8 @@ def _register_blocking(fig, step):
     ax.plot([src_x, cx + n], [cy + m + 0.5] * 2, color="black", lw=0.8, ls=":")
     ax.plot([cx + n + 0.5] * 2, [ry + 1, cy + m], color="black", lw=0.8, ls=":")
     if one_d:
-        _caption(
-            ax, cx + cols / 2, cy + TM + 0.4,
-            f"C: the {BN} threads of this row;\nred: this thread's {TM} accumulators",
-        )  # fmt: skip
+        said = _caption(ax, cx + cols / 2, cy + TM + 0.4, f"C: the {BN} threads of this row;")
+        _below(said, f"■ this thread's {TM} accumulators", colour=VERMILLION)
     else:
         _text(ax, cx + TN + 0.4, cy + TM / 2, f"acc:\n{TM}×{TN}", ha="left", size=SMALL + 1)
     # Above As, left of Bs: the counts.
