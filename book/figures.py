@@ -1515,3 +1515,130 @@ def ablation_table() -> Markdown:
         f"{first.date}, CUDA {first.cuda}, CuPy {first.cupy}."
     )
     return Markdown("\n".join(lines))
+
+
+# ---- the ladder at a glance: the landing page's chart and table, each chapter's rung ----
+
+
+def _rungs(size=LARGEST) -> list[bench.Row]:
+    """The ladder's measured steps at one size, in order (book/data/bench_*.csv)."""
+    measured = {r.kernel: r for r in results() if (r.M, r.N, r.K) == size}
+    return [measured[s.name] for s in registry.STEPS if s.name in measured]
+
+
+def fp32_peak(rows: list[bench.Row]) -> float:
+    """The GPU's FP32 peak in GFLOP/s, as the bench reckoned it: each row's GFLOP/s over
+    its % of peak (the CSV keeps both), from the fastest row, where the rounding of the
+    percentage matters least."""
+    best = max(rows, key=lambda r: r.gflops)
+    return best.gflops * 100 / best.pct_peak
+
+
+def ladder_chart(size=LARGEST, highlight: str | None = None):
+    """Every step's GFLOP/s at one size as a bar, against cuBLAS and the FP32 peak of the
+    GPU it was measured on; the step `highlight` (an id) drawn in colour, the others grey
+    where one is highlighted. Narrow enough to stand beside a table on a desktop and to
+    fit a phone's column."""
+    rows = _rungs(size)
+    peak = fp32_peak(rows)
+    cublas = rows[0].cublas_gflops
+    fig, ax = plt.subplots(figsize=(3.5, 0.3 * len(rows) + 1.6))
+    y = range(len(rows))[::-1]
+    colours = [
+        pictures.VERMILLION if highlight is None or r.kernel[:2] == highlight else pictures.GREY
+        for r in rows
+    ]
+    ax.barh(list(y), [r.gflops / 1e3 for r in rows], color=colours, height=0.7)
+    ax.set_yticks(list(y), [r.kernel[:2] for r in rows], fontsize=SMALL)
+    ax.axvline(cublas / 1e3, color="black", ls="--", lw=1)
+    ax.axvline(peak / 1e3, color=pictures.BLUE, ls=":", lw=1.5)
+    top = len(rows) - 0.4
+    ax.text(cublas / 1e3, top, "cuBLAS ", ha="right", va="bottom", fontsize=SMALL)
+    ax.text(peak / 1e3, top, " FP32\n peak", ha="left", va="bottom", fontsize=SMALL,
+            color=pictures.BLUE)  # fmt: skip
+    ax.set_xlim(0, peak / 1e3 * 1.25)
+    ax.set_ylim(-0.6, len(rows) + 0.6)
+    ax.tick_params(labelsize=SMALL)
+    ax.set_xlabel(f"TFLOP/s at {_size_label(size)}", fontsize=SMALL)
+    ax.set_ylabel("step", fontsize=SMALL)
+    ax.spines[["top", "right"]].set_visible(False)
+    ax.set_title(f"{rows[0].gpu.replace('NVIDIA ', '')}, {rows[0].date}", fontsize=SMALL)
+    fig.tight_layout()
+    return fig
+
+
+def ladder_table(size=LARGEST) -> Markdown:
+    """Every step at one size: GFLOP/s and % of cuBLAS, with cuBLAS and the peak."""
+    rows = _rungs(size)
+    lines = ["| step | GFLOP/s | % of cuBLAS |", "|---|---:|---:|"]
+    for r in rows:
+        step = registry.step(r.kernel[:2])
+        lines.append(
+            f"| {{doc}}`{step.id} {step.title} <{step.name}>` | {r.gflops:,.0f} | "
+            f"{r.pct_cublas:.1f}% |"
+        )
+    lines.append(f"| cuBLAS (FP32) | {rows[0].cublas_gflops:,.0f} | 100% |")
+    lines.append(f"| FP32 peak | {fp32_peak(rows):,.0f} | |")
+    return Markdown("\n".join(lines))
+
+
+def glue_ladder(size=LARGEST) -> None:
+    """Glue the landing page's chart (ladder_chart) and table (ladder_table)."""
+    from IPython.display import Image
+    from myst_nb import glue as _glue
+
+    fig = ladder_chart(size)
+    _glue("ladder_chart", Image(pictures.png(fig)), display=False)
+    plt.close(fig)
+    _glue("ladder_table", ladder_table(size), display=False)
+
+
+def you_are_here(step_id: str, size=LARGEST) -> Markdown:
+    """Where a chapter's step stands on the ladder: one line that names its GFLOP/s, its
+    share of cuBLAS and of the FP32 peak at one size, and every step's share of cuBLAS
+    with this one in bold, linked to their chapters."""
+    step = registry.step(step_id)
+    rows = _rungs(size)
+    if step.name in {r.kernel for r in rows}:
+        r = next(r for r in rows if r.kernel == step.name)
+        here = (
+            f"**You are here: step {step.id}**, {r.gflops:,.0f} GFLOP/s at {_size_label(size)}, "
+            f"{r.pct_cublas:.1f}% of cuBLAS and {r.pct_peak:.1f}% of the FP32 peak on an {r.gpu}."
+        )
+    elif step_id in ("10", "11"):
+        r = beyond_row(step, size)
+        r08 = beyond_row("08", size)
+        here = (
+            f"**You are here: beyond the ladder**, step {step.id}: {r.gflops:,.0f} GFLOP/s at "
+            f"{_size_label(size)}, {r.pct_cublas:.1f}% of strict-FP32 cuBLAS, against step "
+            f"08's {r08.pct_cublas:.1f}% in the same run, on an {r.gpu}."
+        )
+    else:
+        first = rows[0]
+        here = (
+            f"**You are here: step {step.id}**, on the CPU, before the ladder's first GPU "
+            f"step ({first.kernel[:2]}: {first.pct_cublas:.1f}% of cuBLAS at "
+            f"{_size_label(size)})."
+        )
+    rungs = " · ".join(
+        (f"**{r.kernel[:2]}: {r.pct_cublas:.0f}%**" if r.kernel == step.name
+         else f"{{doc}}`{r.kernel[:2]} <{r.kernel}>`: {r.pct_cublas:.0f}%")
+        for r in rows
+    )  # fmt: skip
+    return Markdown(
+        f"```{{admonition}} The ladder at {_size_label(size)}\n:class: ladder-here\n\n{here}\n"
+        f"Every step, % of cuBLAS: {rungs}. The whole ladder: {{doc}}`index`.\n```"
+    )
+
+
+def ladder_says(size=LARGEST) -> Markdown:
+    """What the landing page's chart and table show, and where their numbers come from."""
+    rows = _rungs(size)
+    first = rows[0]
+    return Markdown(
+        f"**The ladder.** Each step's GFLOP/s at {_size_label(size)} on an {first.gpu}, "
+        f"{first.date} (CUDA {first.cuda}, CuPy {first.cupy}), against cuBLAS in strict FP32 "
+        "timed in the same run, and the GPU's FP32 peak as the bench reckons it "
+        f"({fp32_peak(rows):,.0f} GFLOP/s: a step's GFLOP/s over its % of peak). "
+        "Data: `book/data/bench_*.csv`, drawn as this page was built."
+    )
