@@ -1394,7 +1394,8 @@ def sweep_plot(steps: list[str]):
     ax.set_ylabel("% of cuBLAS (FP32, same run)", fontsize=SMALL + 1)
     first = rows[0]
     ax.set_title(f"The shape sweep on the {first.gpu} ({first.date}, CUDA {first.cuda})",
-                 fontsize=SMALL + 1, pad=22)  # fmt: skip
+                 fontsize=SMALL + 1,
+                 pad=6 + 16 * math.ceil((len(measured) + 1) / 3))  # the legend's rows  # fmt: skip
     ax.legend(fontsize=SMALL, ncol=3, loc="lower center", bbox_to_anchor=(0.5, 1.0),
               frameon=False)  # fmt: skip
     fig.tight_layout()
