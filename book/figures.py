@@ -11,12 +11,23 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 from IPython.display import Markdown
 
-from autograder.course import explorers
+from autograder.course import explorers, pictures
 from autograder.ladder import registry
 from autograder.measure import bench
 
 DATA = Path(__file__).resolve().parent / "data"
 LARGEST = (4096, 4096, 4096)
+
+
+def show(fig=None) -> None:
+    """Show a figure (the current one by default) as a PNG written by pictures.png, which
+    records the size of its smallest text for book/look.py to check, and close it."""
+    from IPython.display import Image, display
+
+    fig = fig or plt.gcf()
+    display(Image(pictures.png(fig)))
+    plt.close(fig)
+
 
 # Steps of the ladder that book/data/bench_*.csv has no row for yet, and why.
 # The pages say "not yet measured" where their numbers would be; nothing stands
@@ -79,11 +90,42 @@ def provenance(rows: list[bench.Row]) -> str:
     )
 
 
+# The book's column is 676 px wide: a figure 6.76 in wide at 100 dpi fills it, and text
+# of 8 points or more is 11 px or more there (book/look.py checks it is at least 10).
+WIDTH, SMALL = pictures.WIDTH, 9
+
+
+def bench_plot(rows: list[bench.Row]):
+    """GFLOP/s against problem size (M×N×K), one line per kernel and one for cuBLAS, as
+    `bench --plot` draws it (bench.figure) but sized for the book's column: labelled axes,
+    text of SMALL points and the legend under the axes, off the data."""
+    sizes = sorted({(r.M, r.N, r.K) for r in rows}, key=lambda s: s[0] * s[1] * s[2])
+    kernels = list(dict.fromkeys(r.kernel for r in rows))
+    fig, ax = plt.subplots(figsize=(WIDTH, 3.6 + 0.25 * math.ceil((len(kernels) + 1) / 2)))
+    for k in kernels:
+        by_size = {(r.M, r.N, r.K): r.gflops for r in rows if r.kernel == k}
+        ax.plot(range(len(sizes)), [by_size.get(s, math.nan) for s in sizes], marker="o", label=k)
+    cublas = {(r.M, r.N, r.K): r.cublas_gflops for r in rows}
+    ax.plot(range(len(sizes)), [cublas[s] for s in sizes], marker="s", color="black",
+            linestyle="--", label="cuBLAS (FP32)")  # fmt: skip
+    ax.set_xticks(range(len(sizes)), [f"{m}×{n}×{k}" for m, n, k in sizes], fontsize=SMALL)
+    ax.tick_params(labelsize=SMALL)
+    ax.set_xlabel("problem size M×N×K (C is M×N, the sum runs over K)", fontsize=SMALL + 1)
+    ax.set_yscale("log")
+    ax.set_ylabel("GFLOP/s (log scale)", fontsize=SMALL + 1)
+    ax.set_title(f"SGEMM on the {rows[0].gpu} ({rows[0].date}, CUDA {rows[0].cuda})",
+                 fontsize=SMALL + 1)  # fmt: skip
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=SMALL, ncol=2, loc="upper center", bbox_to_anchor=(0.5, -0.22),
+              frameon=False)  # fmt: skip
+    fig.tight_layout()
+    return fig
+
+
 def ladder(kernels: list[str] | None = None):
     """GFLOP/s against size for some steps of the ladder (all by default) and cuBLAS."""
     rows = [r for r in results() if kernels is None or r.kernel in kernels]
-    bench.figure(rows)
-    plt.show()
+    show(bench_plot(rows))
     names = kernels or [s.name for s in registry.STEPS]
     return Markdown(f"{provenance(rows)} {not_measured(names)}".strip())
 
@@ -168,22 +210,22 @@ def step_result(step_id: str) -> Markdown:
 def warp_addresses(N: int = 777, K: int = 513):
     """Which bytes of A, B and C one warp touches at one k, for both thread mappings,
     and how many 32-byte sectors that is."""
-    fig, axes = plt.subplots(2, 3, figsize=(6.76, 4.2), sharex=True)
+    fig, axes = plt.subplots(2, 3, figsize=(WIDTH - 0.3, 4.6), sharex=True)
     for row, walk in enumerate(("rows", "columns")):
         for ax, access in zip(axes[row], explorers.warp_accesses(walk, N, K), strict=True):
             ax.scatter(range(32), [o * 4 for o in access.offsets], s=6)
             n = access.sectors
             ax.set_title(f"{access.matrix}, lanes walk the {walk}:\n{n} sector{'s' * (n != 1)}",
-                         fontsize=8)  # fmt: skip
-            ax.tick_params(labelsize=7)
-            ax.yaxis.get_offset_text().set_fontsize(7)
+                         fontsize=SMALL)  # fmt: skip
+            ax.tick_params(labelsize=SMALL)
+            ax.yaxis.get_offset_text().set_fontsize(SMALL)
     for ax in axes[1]:
-        ax.set_xlabel("lane of the warp", fontsize=8)
+        ax.set_xlabel("lane of the warp", fontsize=SMALL)
     for ax in axes[:, 0]:
-        ax.set_ylabel("byte address", fontsize=8)
+        ax.set_ylabel("byte address", fontsize=SMALL)
     fig.suptitle(f"One warp of a 32×32 block at one step k (N = {N}, K = {K})", fontsize=10)
     fig.tight_layout()
-    plt.show()
+    show()
 
 
 def _fragment_reads(step: registry.Step, warp: int = 0) -> list[tuple[str, list[int]]]:
@@ -282,7 +324,7 @@ def tile_hierarchy(step_id: str = "07"):
         f"{WMITER}×{WNITER} tiles of {TM}×{TN} (red)",
         fontsize=10,
     )
-    plt.show()
+    show()
 
 
 def roofline(gpu_name: str = "H100 SXM", size=LARGEST):
@@ -293,7 +335,7 @@ def roofline(gpu_name: str = "H100 SXM", size=LARGEST):
     spec = explorers.GPUS[gpu_name]
     peak = spec["fp32_tflops"] * 1e3
     bandwidth = spec["bandwidth_gbs"]
-    fig, ax = plt.subplots(figsize=(6.76, 4.8))
+    fig, ax = plt.subplots(figsize=(WIDTH, 5.4))
     xs = [2**e for e in range(-3, 11)]
     ax.plot(xs, [min(peak, bandwidth * x) for x in xs], color="black", label=f"{gpu_name} roof")
     placed, steps = [], []
@@ -319,13 +361,13 @@ def roofline(gpu_name: str = "H100 SXM", size=LARGEST):
     ]
     first = ax.legend(kinds, [f"{gpu_name} roof", "measured: FLOPs per DRAM byte (ncu)",
                               "model: FLOPs per byte the block tile requests"],
-                      fontsize=7, loc="upper left")  # fmt: skip
+                      fontsize=SMALL, loc="upper left")  # fmt: skip
     ax.add_artist(first)
-    ax.legend(handles=steps, fontsize=7, ncol=4, loc="upper center",
-              bbox_to_anchor=(0.5, -0.16), frameon=False)  # fmt: skip
+    ax.legend(handles=steps, fontsize=SMALL, ncol=3, loc="upper center",
+              bbox_to_anchor=(0.5, -0.14), frameon=False)  # fmt: skip
     fig.tight_layout()
-    place_labels(ax, placed)
-    plt.show()
+    place_labels(ax, placed, fontsize=SMALL)
+    show()
     p = profile_row("01", size)
     return Markdown(
         f"Filled: each step at {_size_label(size)}, its intensity from the DRAM bytes "
@@ -382,8 +424,7 @@ def step_plot(step_id: str):
     """GFLOP/s against size for a step, the step before it, and cuBLAS."""
     names = _step_and_before(step_id)
     rows = [r for r in results() if r.kernel in names]
-    bench.figure(rows)
-    plt.show()
+    show(bench_plot(rows))
     missing = not_measured(names)
     return Markdown(f"The plot leaves out what was not measured. {missing}") if missing else None
 
@@ -603,7 +644,7 @@ def tune_plot(step_id: str):
     rows = [r for r in tune_rows(step_id) if r["gflops"]][::-1]
     threads = sorted({r["threads"] for r in rows})
     colours = dict(zip(threads, plt.cm.tab10.colors))
-    fig, ax = plt.subplots(figsize=(8, 0.2 * len(rows) + 1.5), layout="constrained")
+    fig, ax = plt.subplots(figsize=(WIDTH, 0.22 * len(rows) + 1.8), layout="constrained")
     y = range(len(rows))
     ax.hlines(
         y,
@@ -633,7 +674,7 @@ def tune_plot(step_id: str):
             zorder=4,
             label="the registry's",
         )
-    ax.set_yticks(list(y), [_tune_label(step, r["params"]) for r in rows], fontsize=7)
+    ax.set_yticks(list(y), [_tune_label(step, r["params"]) for r in rows], fontsize=SMALL)
     for tick, r in zip(ax.get_yticklabels(), rows):
         if r["params"] == step.params:
             tick.set_fontweight("bold")
@@ -645,13 +686,14 @@ def tune_plot(step_id: str):
     ax.set_xlabel(f"% of cuBLAS ({cublas:.0f} GFLOP/s, TF32 off)")
     ax.set_ylim(-0.7, len(rows) - 0.3)
     ax.grid(True, axis="x", alpha=0.3)
-    ax.legend(fontsize=8, loc="lower right")
+    ax.legend(fontsize=SMALL, loc="upper center", bbox_to_anchor=(0.5, -0.08 * 30 / len(rows)),
+              ncol=2, frameon=False)  # fmt: skip
     fig.suptitle(
-        f"{step.name}: the {len(rows)} timed configurations, "
+        f"{step.name}: the {len(rows)} timed configurations,\n"
         f"{rows[0]['M']}×{rows[0]['N']}×{rows[0]['K']} on an {rows[0]['gpu']}",
         fontsize=10,
     )
-    plt.show()
+    show()
 
 
 def tune_waves(
@@ -1023,7 +1065,10 @@ def profile_table(columns, note: str = "") -> Markdown:
     head = "| | " + " | ".join(f"{_kernel(s)[:2]} at {_size_label(z)}" for s, z, _ in profiles)
     lines = [head + " |", "|---|" + "---:|" * len(profiles)]
     for label, cell in _PROFILE_ROWS:
-        lines.append(f"| {label} | " + " | ".join(cell(s, z, p) for s, z, p in profiles) + " |")
+        cells = [cell(s, z, p) for s, z, p in profiles]
+        if all(c in ("", "—") for c in cells):
+            continue  # a counter none of these kernels can have (shared memory in 01, 02)
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
     by_size = {}
     for s, z, _ in profiles:
         by_size.setdefault(_size_key(z), []).append(_kernel(s)[:2])
@@ -1330,24 +1375,31 @@ def sweep_plot(steps: list[str]):
     measured = [n for n in names if any(r.kernel == n for r in rows)]
     cell = {(r.kernel, (r.M, r.N, r.K)): r.pct_cublas for r in rows}
     shapes = [(g, s) for g, s in _sweep_shapes() if any((n, s) in cell for n in measured)]
-    fig, ax = plt.subplots(figsize=(6.76, 4.2))
+    fig, ax = plt.subplots(figsize=(WIDTH, 5.0))
     width = 0.8 / max(1, len(measured))
     for i, name in enumerate(measured):
         x = [j + (i - (len(measured) - 1) / 2) * width for j in range(len(shapes))]
         ax.bar(x, [cell.get((name, s), math.nan) for _, s in shapes], width, label=name)
     ax.axhline(100, color="black", linestyle="--", linewidth=1, label="cuBLAS (FP32)")
     labels = [f"{m}×{n}×{k}" for _, (m, n, k) in shapes]
-    ax.set_xticks(range(len(shapes)), labels, rotation=60, ha="right", fontsize=7)
+    ax.set_xticks(range(len(shapes)), labels, rotation=60, ha="right", fontsize=SMALL)
+    ax.tick_params(labelsize=SMALL)
+    top = max(100, *(v for v in cell.values() if v == v)) * 1.18  # room for the classes' names
+    ax.set_ylim(0, top)
     for j, (group, _) in enumerate(shapes):
         if j == 0 or shapes[j - 1][0] != group:
             ax.axvline(j - 0.5, color="grey", linewidth=0.5)
-            ax.text(j - 0.4, ax.get_ylim()[1] * 0.97, group, fontsize=7, va="top")
-    ax.set_ylabel("% of cuBLAS")
+            ax.text(j - 0.4, top * 0.98, group, fontsize=SMALL, va="top")
+    ax.set_xlabel("shape M×N×K", fontsize=SMALL + 1)
+    ax.set_ylabel("% of cuBLAS (FP32, same run)", fontsize=SMALL + 1)
     first = rows[0]
-    ax.set_title(f"The shape sweep on the {first.gpu} ({first.date}, CUDA {first.cuda})")
-    ax.legend(fontsize=7, loc="lower right")
+    ax.set_title(f"The shape sweep on the {first.gpu} ({first.date}, CUDA {first.cuda})",
+                 fontsize=SMALL + 1,
+                 pad=6 + 16 * math.ceil((len(measured) + 1) / 3))  # the legend's rows  # fmt: skip
+    ax.legend(fontsize=SMALL, ncol=3, loc="lower center", bbox_to_anchor=(0.5, 1.0),
+              frameon=False)  # fmt: skip
     fig.tight_layout()
-    plt.show()
+    show()
     missing = not_measured([n for n in names if n not in measured])
     return Markdown(f"The plot leaves out what was not measured. {missing}") if missing else None
 
@@ -1464,3 +1516,130 @@ def ablation_table() -> Markdown:
         f"{first.date}, CUDA {first.cuda}, CuPy {first.cupy}."
     )
     return Markdown("\n".join(lines))
+
+
+# ---- the ladder at a glance: the landing page's chart and table, each chapter's rung ----
+
+
+def _rungs(size=LARGEST) -> list[bench.Row]:
+    """The ladder's measured steps at one size, in order (book/data/bench_*.csv)."""
+    measured = {r.kernel: r for r in results() if (r.M, r.N, r.K) == size}
+    return [measured[s.name] for s in registry.STEPS if s.name in measured]
+
+
+def fp32_peak(rows: list[bench.Row]) -> float:
+    """The GPU's FP32 peak in GFLOP/s, as the bench reckoned it: each row's GFLOP/s over
+    its % of peak (the CSV keeps both), from the fastest row, where the rounding of the
+    percentage matters least."""
+    best = max(rows, key=lambda r: r.gflops)
+    return best.gflops * 100 / best.pct_peak
+
+
+def ladder_chart(size=LARGEST, highlight: str | None = None):
+    """Every step's GFLOP/s at one size as a bar, against cuBLAS and the FP32 peak of the
+    GPU it was measured on; the step `highlight` (an id) drawn in colour, the others grey
+    where one is highlighted. Narrow enough to stand beside a table on a desktop and to
+    fit a phone's column."""
+    rows = _rungs(size)
+    peak = fp32_peak(rows)
+    cublas = rows[0].cublas_gflops
+    fig, ax = plt.subplots(figsize=(3.5, 0.3 * len(rows) + 1.6))
+    y = range(len(rows))[::-1]
+    colours = [
+        pictures.VERMILLION if highlight is None or r.kernel[:2] == highlight else pictures.GREY
+        for r in rows
+    ]
+    ax.barh(list(y), [r.gflops / 1e3 for r in rows], color=colours, height=0.7)
+    ax.set_yticks(list(y), [r.kernel[:2] for r in rows], fontsize=SMALL)
+    ax.axvline(cublas / 1e3, color="black", ls="--", lw=1)
+    ax.axvline(peak / 1e3, color=pictures.BLUE, ls=":", lw=1.5)
+    top = len(rows) - 0.4
+    ax.text(cublas / 1e3, top, "cuBLAS ", ha="right", va="bottom", fontsize=SMALL)
+    ax.text(peak / 1e3, top, " FP32\n peak", ha="left", va="bottom", fontsize=SMALL,
+            color=pictures.BLUE)  # fmt: skip
+    ax.set_xlim(0, peak / 1e3 * 1.25)
+    ax.set_ylim(-0.6, len(rows) + 0.6)
+    ax.tick_params(labelsize=SMALL)
+    ax.set_xlabel(f"TFLOP/s at {_size_label(size)}", fontsize=SMALL)
+    ax.set_ylabel("step", fontsize=SMALL)
+    ax.spines[["top", "right"]].set_visible(False)
+    ax.set_title(f"{rows[0].gpu.replace('NVIDIA ', '')}, {rows[0].date}", fontsize=SMALL)
+    fig.tight_layout()
+    return fig
+
+
+def ladder_table(size=LARGEST) -> Markdown:
+    """Every step at one size: GFLOP/s and % of cuBLAS, with cuBLAS and the peak."""
+    rows = _rungs(size)
+    lines = ["| step | GFLOP/s | % of cuBLAS |", "|---|---:|---:|"]
+    for r in rows:
+        step = registry.step(r.kernel[:2])
+        lines.append(
+            f"| {{doc}}`{step.id} {step.title} <{step.name}>` | {r.gflops:,.0f} | "
+            f"{r.pct_cublas:.1f}% |"
+        )
+    lines.append(f"| cuBLAS (FP32) | {rows[0].cublas_gflops:,.0f} | 100% |")
+    lines.append(f"| FP32 peak | {fp32_peak(rows):,.0f} | |")
+    return Markdown("\n".join(lines))
+
+
+def glue_ladder(size=LARGEST) -> None:
+    """Glue the landing page's chart (ladder_chart) and table (ladder_table)."""
+    from IPython.display import Image
+    from myst_nb import glue as _glue
+
+    fig = ladder_chart(size)
+    _glue("ladder_chart", Image(pictures.png(fig)), display=False)
+    plt.close(fig)
+    _glue("ladder_table", ladder_table(size), display=False)
+
+
+def you_are_here(step_id: str, size=LARGEST) -> Markdown:
+    """Where a chapter's step stands on the ladder: one line that names its GFLOP/s, its
+    share of cuBLAS and of the FP32 peak at one size, and every step's share of cuBLAS
+    with this one in bold, linked to their chapters."""
+    step = registry.step(step_id)
+    rows = _rungs(size)
+    if step.name in {r.kernel for r in rows}:
+        r = next(r for r in rows if r.kernel == step.name)
+        here = (
+            f"**You are here: step {step.id}**, {r.gflops:,.0f} GFLOP/s at {_size_label(size)}, "
+            f"{r.pct_cublas:.1f}% of cuBLAS and {r.pct_peak:.1f}% of the FP32 peak on an {r.gpu}."
+        )
+    elif step_id in ("10", "11"):
+        r = beyond_row(step, size)
+        r08 = beyond_row("08", size)
+        here = (
+            f"**You are here: beyond the ladder**, step {step.id}: {r.gflops:,.0f} GFLOP/s at "
+            f"{_size_label(size)}, {r.pct_cublas:.1f}% of strict-FP32 cuBLAS, against step "
+            f"08's {r08.pct_cublas:.1f}% in the same run, on an {r.gpu}."
+        )
+    else:
+        first = rows[0]
+        here = (
+            f"**You are here: step {step.id}**, on the CPU, before the ladder's first GPU "
+            f"step ({first.kernel[:2]}: {first.pct_cublas:.1f}% of cuBLAS at "
+            f"{_size_label(size)})."
+        )
+    rungs = " · ".join(
+        (f"**{r.kernel[:2]}: {r.pct_cublas:.0f}%**" if r.kernel == step.name
+         else f"{{doc}}`{r.kernel[:2]} <{r.kernel}>`: {r.pct_cublas:.0f}%")
+        for r in rows
+    )  # fmt: skip
+    return Markdown(
+        f"```{{admonition}} The ladder at {_size_label(size)}\n:class: ladder-here\n\n{here}\n"
+        f"Every step, % of cuBLAS: {rungs}. The whole ladder: {{doc}}`index`.\n```"
+    )
+
+
+def ladder_says(size=LARGEST) -> Markdown:
+    """What the landing page's chart and table show, and where their numbers come from."""
+    rows = _rungs(size)
+    first = rows[0]
+    return Markdown(
+        f"**The ladder.** Each step's GFLOP/s at {_size_label(size)} on an {first.gpu}, "
+        f"{first.date} (CUDA {first.cuda}, CuPy {first.cupy}), against cuBLAS in strict FP32 "
+        "timed in the same run, and the GPU's FP32 peak as the bench reckons it "
+        f"({fp32_peak(rows):,.0f} GFLOP/s: a step's GFLOP/s over its % of peak). "
+        "Data: `book/data/bench_*.csv`, drawn as this page was built."
+    )

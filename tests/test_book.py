@@ -57,6 +57,30 @@ def test_every_chapter_links_to_its_exercise_and_plots_its_step():
             assert f'figures.step_plot("{a.step}")' in text, a.chapter
 
 
+def test_every_chapter_says_where_its_step_stands_on_the_ladder():
+    chapters = {name: text for name, text in PAGES.items() if name[:2].isdigit()}
+    assert len(chapters) == len(registry.ALL_STEPS)
+    for name, text in chapters.items():
+        assert f'figures.you_are_here("{name[:2]}")' in text, name
+
+
+def test_the_landing_page_opens_with_the_ladder_drawn_from_the_committed_bench():
+    pytest.importorskip("IPython", reason="IPython is not installed (it comes with jupyter-book)")
+    sys.path.insert(0, str(BOOK))
+    import figures
+
+    landing = PAGES["index"]
+    assert landing.index("figures.glue_ladder()") < landing.index("**Who it is for.**")
+    table = figures.ladder_table().data
+    rungs = figures._rungs()
+    assert [r.kernel for r in rungs] == [
+        s.name for s in registry.STEPS if s.name not in figures.NOT_YET_MEASURED
+    ]
+    for r in rungs:
+        assert f"{r.gflops:,.0f} | {r.pct_cublas:.1f}% |" in table, r.kernel
+    assert f"| cuBLAS (FP32) | {rungs[0].cublas_gflops:,.0f} |" in table
+
+
 def test_every_exercise_links_to_a_chapter_that_exists():
     for a in ASSIGNMENTS:
         assert (ROOT / f"{a.chapter}.md").exists(), a.chapter

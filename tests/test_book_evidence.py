@@ -112,8 +112,20 @@ def test_a_profile_table_says_where_and_how_it_was_measured(step):
     assert f"{before.id} at 4096³" in table and f"{step.id} at 4096³" in table
     for fact in (row["gpu"], row["date"], row["versions"], "python -m autograder profile"):
         assert fact in table, f"the profile table of {step.name} does not say {fact!r}"
-    for metric in ("DRAM", "L1 hit", "L2 hit", "bank conflicts", "occupancy", "stall reason"):
+    for metric in ("DRAM", "L1 hit", "L2 hit", "occupancy", "stall reason"):
         assert metric in table, f"the profile table of {step.name} has no {metric!r} row"
+    shared = any(figures.profile_row(s.id)["shared_load_wavefronts"] for s in (before, step))
+    assert ("bank conflicts" in table) == bool(shared), (
+        f"the profile table of {step.name} should show bank conflicts exactly where one of "
+        "its kernels reads shared memory"
+    )
+
+
+def test_a_profile_table_leaves_out_rows_no_kernel_in_it_can_have():
+    table = figures.profile_table([("01", 4096), ("02", 4096)]).data
+    rows = [line for line in table.splitlines() if line.startswith("| ")]
+    assert "shared-memory" not in table.split("\n\n")[0], "step 01 and 02 use no shared memory"
+    assert not any(all(c.strip() in ("", "—") for c in r.split("|")[2:-1]) for r in rows), rows
 
 
 def test_the_shape_chapter_shows_the_sweep_against_cublas_and_the_plans():
@@ -128,10 +140,12 @@ def test_the_shape_chapter_shows_the_sweep_against_cublas_and_the_plans():
     assert f"{r.pct_cublas:.1f}%" in summary  # the minimum of 08 is its worst shape
 
 
-def test_the_roofline_places_steps_by_measured_dram_bytes_with_labels_apart():
+def test_the_roofline_places_steps_by_measured_dram_bytes_with_labels_apart(monkeypatch):
+    shown = []  # figures.show closes what it shows: keep it here instead
+    monkeypatch.setattr(figures, "show", lambda fig=None: shown.append(fig or plt.gcf()))
     figures.roofline()
-    ax = plt.gcf().axes[0]
-    renderer = plt.gcf().canvas.get_renderer()
+    ax = shown[0].axes[0]
+    renderer = shown[0].canvas.get_renderer()
     labels = [t for t in ax.texts if t.get_text() in {s.id for s in figures.GEMM_STEPS}]
     assert sorted(t.get_text() for t in labels) == sorted(s.id for s in figures.GEMM_STEPS)
     boxes = [(t.get_text(), t.get_window_extent(renderer)) for t in labels]

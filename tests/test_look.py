@@ -1,4 +1,7 @@
-"""book/look.py finds what does not fit a reader's screen (needs Playwright and Chromium)."""
+"""book/look.py finds what a reader of the built book cannot read: overflow that does not
+scroll, figures whose text is shown too small, Markdown left as text, and images that do
+not load. Each check has a planted page that fails it and an honest one that passes
+(needs Playwright and Chromium)."""
 
 import importlib.util
 import os
@@ -19,9 +22,35 @@ sys.path.insert(0, str(ROOT / "book"))
 
 def page(tmp_path: Path, body: str) -> Path:
     html = tmp_path / "html"
-    (html / "book").mkdir(parents=True)
+    (html / "book").mkdir(parents=True, exist_ok=True)
     (html / "book" / "chapter.html").write_text(f"<html><body><main>{body}</main></body></html>")
     return html
+
+
+def figure(tmp_path: Path, points: float, width_in: float = 3.0, say: bool = True) -> str:
+    """An <img> of a figure 100 dpi wide whose smallest text is `points` tall, in the
+    build's _images/ folder, written as the book writes its figures (or, with say=False,
+    without saying its text size)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from autograder.course import pictures
+
+    fig, ax = plt.subplots(figsize=(width_in, 2), dpi=100)
+    ax.plot([1, 2, 3])
+    ax.tick_params(labelsize=points)
+    ax.set_xlabel("size", fontsize=points + 4)
+    images = tmp_path / "html" / "_images"
+    images.mkdir(parents=True, exist_ok=True)
+    name = f"fig{points}_{width_in}_{say}.png"
+    if say:
+        (images / name).write_bytes(pictures.png(fig))
+    else:
+        fig.savefig(images / name, dpi=100, bbox_inches="tight")
+    plt.close(fig)
+    return f"../_images/{name}"
 
 
 def test_a_code_block_wider_than_the_column_is_reported(tmp_path):
@@ -29,8 +58,9 @@ def test_a_code_block_wider_than_the_column_is_reported(tmp_path):
 
     wide = "<pre style='width: 300px'>" + "x" * 400 + "</pre>"
     problems = look.look(page(tmp_path, wide), tmp_path / "shots")
-    assert any("pre" in p and "phone" in p for p in problems), problems
+    assert any("overflow" in p and "pre" in p and "phone" in p for p in problems), problems
     assert (tmp_path / "shots" / "chapter.phone.png").exists()
+    assert (tmp_path / "shots" / "chapter.desktop.png").exists()
 
 
 def test_a_scrolling_code_block_fits(tmp_path):
@@ -38,3 +68,80 @@ def test_a_scrolling_code_block_fits(tmp_path):
 
     scrolled = "<pre style='width: 300px; overflow-x: auto'>" + "x" * 400 + "</pre>"
     assert look.look(page(tmp_path, scrolled), tmp_path / "shots") == []
+
+
+def test_a_figure_shrunk_until_its_text_is_below_10px_is_reported(tmp_path):
+    import look
+
+    # 9 pt at 100 dpi is 12.5 px in the image; shown at 200 px of about 300 it is 8 px.
+    shrunk = f"<img src='{figure(tmp_path, 9)}' style='width: 200px'>"
+    problems = look.look(page(tmp_path, shrunk), tmp_path / "shots")
+    assert any("small text" in p and "desktop" in p and "8." in p for p in problems), problems
+
+
+def test_a_figure_with_small_text_at_its_own_size_is_reported(tmp_path):
+    import look
+
+    problems = look.look(page(tmp_path, f"<img src='{figure(tmp_path, 6)}'>"), tmp_path / "s")
+    assert any("small text" in p and "8.3px" in p for p in problems), problems
+
+
+def test_a_figure_that_does_not_say_its_text_size_is_reported(tmp_path):
+    import look
+
+    silent = f"<img src='{figure(tmp_path, 12, say=False)}'>"
+    problems = look.look(page(tmp_path, silent), tmp_path / "shots")
+    assert any("does not say how small its text is" in p for p in problems), problems
+
+
+def test_a_figure_shown_at_its_own_size_with_10px_text_passes(tmp_path):
+    import look
+
+    legible = f"<img src='{figure(tmp_path, 8)}'>"  # 8 pt at 100 dpi: 11.1 px
+    assert look.look(page(tmp_path, legible), tmp_path / "shots") == []
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "Tables in `book/data/dispatch.json`.",
+        "See {doc}`gpus`.",
+        ":::{note} A box that was not rendered.",
+        "This is **not bold**.",
+        "A [link](https://example.org) left as text.",
+    ],
+)
+def test_markdown_left_as_text_is_reported(tmp_path, raw):
+    import look
+
+    problems = look.look(page(tmp_path, f"<p>{raw}</p>"), tmp_path / "shots")
+    assert any("markup" in p for p in problems), problems
+
+
+def test_markup_characters_inside_code_pass(tmp_path):
+    import look
+
+    code = (
+        "<p>Write <code>a ** b</code> or <code>`x`</code>; a set {1, 2}; a ratio 3:1.</p>"
+        "<pre>:::{note}\n**bold** [a](b)\n</pre>"
+        "<div class='highlight'><pre><span>`quoted`</span></pre></div>"
+    )
+    assert look.look(page(tmp_path, code), tmp_path / "shots") == []
+
+
+def test_an_image_that_does_not_load_is_reported(tmp_path):
+    import look
+
+    missing = "<img src='../_images/nowhere.png'>"
+    problems = look.look(page(tmp_path, missing), tmp_path / "shots")
+    assert any("nowhere.png does not load" in p for p in problems), problems
+
+
+def test_the_count_line_says_what_was_checked(tmp_path):
+    import look
+
+    html = page(tmp_path, f"<img src='{figure(tmp_path, 8)}'><img src='https://x.org/a.svg'>")
+    problems, count = look.look_counted(html, tmp_path / "shots")
+    assert problems == []
+    assert count.startswith("0 problems: 1 pages at 1280 px and 390 px"), count
+    assert "2 figures' text measured" in count and "2 remote images not checked" in count

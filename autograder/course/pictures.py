@@ -53,9 +53,34 @@ class Picture(Figure):
             return
         from IPython.display import Image, display
 
-        png = io.BytesIO()
-        self.savefig(png, format="png", dpi=DPI, bbox_inches="tight")
-        display(Image(png.getvalue()))
+        display(Image(png(self, DPI)))
+
+
+def smallest_text(fig: Figure) -> float:
+    """The font size, in points, of the smallest text drawn on fig (0 where it has none)."""
+    from matplotlib.text import Text
+
+    fig.canvas.draw()  # tick labels get their text when they are drawn
+    sizes = [
+        t.get_fontsize() for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip()
+    ]
+    return min(sizes, default=0)
+
+
+def png(fig: Figure, dpi: float | None = None) -> bytes:
+    """fig as a PNG, cropped to what is drawn, that says in its metadata (min-text-px)
+    the size of its smallest text in the image's pixels: book/look.py scales it by how
+    wide a browser shows the image, to check the reader can read it."""
+    dpi = dpi or fig.dpi
+    out = io.BytesIO()
+    fig.savefig(
+        out,
+        format="png",
+        dpi=dpi,
+        bbox_inches="tight",
+        metadata={"min-text-px": f"{smallest_text(fig) * dpi / 72:.2f}"},
+    )
+    return out.getvalue()
 
 
 def _cell() -> int | None:
@@ -122,6 +147,19 @@ def _text(ax, x, y, s, size=TEXT, **kw):
 def _caption(ax, x, y, s, **kw):
     """Words under a tile, hanging from y."""
     return _text(ax, x, y, s, va="top", size=SMALL + 1, **kw)
+
+
+def _below(text, s, colour):
+    """A line of words in colour, naming what is drawn in that colour, under a text."""
+    lines = text.get_text().count("\n") + 1
+    drop = lines * text.get_fontsize() * 1.2 / 72  # matplotlib's line spacing, in inches
+    move = ScaledTranslation(0, -drop, text.get_figure(root=True).dpi_scale_trans)
+    x, y = text.get_position()
+    where = text.axes or text.get_figure(root=True)
+    return where.text(
+        x, y, s, transform=text.get_transform() + move, fontsize=text.get_fontsize(),
+        ha=text.get_horizontalalignment(), va="top", color=colour, fontweight="bold",
+    )  # fmt: skip
 
 
 def _arrow(ax, start, end, colour="black", lw=1.2, style="-|>"):
@@ -465,13 +503,11 @@ def _register_blocking(fig, step):
     _grid(ox, 0, 0, BM, BN, TM, TN, lw=0.3)
     _box(ox, 0, 0, BN, BM, lw=1.2)
     _box(ox, t_col * TN, t_row * TM, TN, TM, fc=VERMILLION, ec=VERMILLION, lw=1)
-    fig.text(
-        0.02,
-        0.24,
-        f"C: block {BM}×{BN},\n{g.threads} threads\nof {TM}×{TN};\nred: thread {thread}",
-        fontsize=SMALL + 1,
-        va="top",
-    )
+    said = fig.text(
+        0.02, 0.24, f"C: block {BM}×{BN},\n{g.threads} threads\nof {TM}×{TN};",
+        fontsize=SMALL + 1, va="top",
+    )  # fmt: skip
+    _below(said, f"■ thread {thread}", colour=VERMILLION)
     # Right: the outer product at one k. In 1D, beside the thread's column, its
     # row of threads (BN of them, one column each: they read the same As values).
     cols, tc = (BN, t_col) if one_d else (TN, 0)  # columns of Bs drawn; the thread's first
@@ -519,10 +555,8 @@ def _register_blocking(fig, step):
     ax.plot([src_x, cx + n], [cy + m + 0.5] * 2, color="black", lw=0.8, ls=":")
     ax.plot([cx + n + 0.5] * 2, [ry + 1, cy + m], color="black", lw=0.8, ls=":")
     if one_d:
-        _caption(
-            ax, cx + cols / 2, cy + TM + 0.4,
-            f"C: the {BN} threads of this row;\nred: this thread's {TM} accumulators",
-        )  # fmt: skip
+        said = _caption(ax, cx + cols / 2, cy + TM + 0.4, f"C: the {BN} threads of this row;")
+        _below(said, f"■ this thread's {TM} accumulators", colour=VERMILLION)
     else:
         _text(ax, cx + TN + 0.4, cy + TM / 2, f"acc:\n{TM}×{TN}", ha="left", size=SMALL + 1)
     # Above As, left of Bs: the counts.
@@ -1021,7 +1055,7 @@ def main(argv: list[str]) -> None:
     out.mkdir(parents=True, exist_ok=True)
     for step in registry.ALL_STEPS:
         fig = picture(step)
-        fig.savefig(out / f"{step.name}.png", dpi=DPI)
+        (out / f"{step.name}.png").write_bytes(png(fig, DPI))
         plt.close(fig)
         print(out / f"{step.name}.png")
 
