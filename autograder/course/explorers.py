@@ -208,11 +208,16 @@ LABEL = {"description_width": "initial"}
 
 def warp_explorer(threads_walk: str = "rows"):
     import ipywidgets as w
-    import matplotlib.pyplot as plt
+    from IPython.display import Image, display
+    from matplotlib.figure import Figure
+
+    from . import pictures
 
     def show(threads_walk, N, K, warp):
         accesses = warp_accesses(threads_walk, N, K, warp)
-        fig, axes = plt.subplots(1, 3, figsize=(11, 2.8))
+        # Not pyplot's: this runs on a widget's thread (pictures.picture says why).
+        fig = Figure(figsize=(11, 2.8))
+        axes = fig.subplots(1, 3)
         for ax, access in zip(axes, accesses, strict=True):
             first = access.offsets[0]
             ax.scatter(range(32), [4 * (o - first) for o in access.offsets], s=12)
@@ -225,7 +230,7 @@ def warp_explorer(threads_walk: str = "rows"):
         axes[0].set_ylabel("bytes after lane 0's")
         fig.suptitle(f"one warp, threadIdx.x walking the {threads_walk} of C")
         fig.tight_layout()
-        plt.show()
+        display(Image(pictures.png(fig)))
         for access in accesses:
             print(sector_story(access, K if access.matrix == "A" else N))
 
@@ -287,7 +292,7 @@ def tile_explorer(step_id: str):
     )
 
     def show(**params):
-        import matplotlib.pyplot as plt
+        from IPython.display import display
 
         from . import pictures
 
@@ -305,7 +310,7 @@ def tile_explorer(step_id: str):
             if costs.rejected:
                 print("rejected: the kernel's rules or a T4's limits say no (see above)")
             else:  # the book's picture of the step, at these parameters
-                plt.close(pictures.picture(step.with_params(**params)))
+                display(pictures.picture(step.with_params(**params)))
 
     def compile_now(_):
         chosen = {k: s.value for k, s in sliders.items()}

@@ -18,7 +18,9 @@ import itertools
 import sys
 from collections.abc import Callable
 
-import matplotlib.pyplot as plt
+import matplotlib
+from matplotlib.axes import Axes
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import to_rgb
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
@@ -31,7 +33,7 @@ BLUE, ORANGE, SKY, GREEN = "#0072B2", "#E69F00", "#56B4E9", "#009E73"
 VERMILLION, PURPLE, GREY = "#D55E00", "#CC79A7", "#BBBBBB"
 TILE_GREY = "#EEEEEE"  # the background of a tile
 # Lanes of a warp: cividis, a ramp read the same with and without colour vision.
-LANE_MAP = plt.get_cmap("cividis")
+LANE_MAP = matplotlib.colormaps["cividis"]
 # The book's column is 676 px wide; at 100 dpi a figure 6.76 in wide fills it.
 WIDTH, DPI = 6.76, 100
 TEXT = 10  # points: names of matrices and headings
@@ -42,15 +44,10 @@ SMALL = 8  # points: numbers inside cells, the smallest size used at all (senten
 
 
 class Picture(Figure):
-    """A Figure that `picture` has already shown with plt.show(), like the
-    functions of figures.py. In a notebook the Figure it returns is not shown a
-    second time by the same cell; from a later cell it is shown again."""
-
-    shown_in: int | None = None  # the notebook cell plt.show() drew it in
+    """A step's picture: a Figure that pyplot does not hold, which a notebook shows as
+    the value of its cell, as a PNG written by `png`."""
 
     def _ipython_display_(self):
-        if self.shown_in is not None and self.shown_in == _cell():
-            return
         from IPython.display import Image, display
 
         display(Image(png(self, DPI)))
@@ -60,7 +57,7 @@ def smallest_text(fig: Figure) -> float:
     """The font size, in points, of the smallest text drawn on fig (0 where it has none)."""
     from matplotlib.text import Text
 
-    fig.canvas.draw()  # tick labels get their text when they are drawn
+    fig.draw_without_rendering()  # tick labels get their text when they are drawn
     sizes = [
         t.get_fontsize() for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip()
     ]
@@ -83,20 +80,13 @@ def png(fig: Figure, dpi: float | None = None) -> bytes:
     return out.getvalue()
 
 
-def _cell() -> int | None:
-    """The number of the notebook cell running now (None outside IPython)."""
-    try:
-        from IPython import get_ipython
-    except ImportError:
-        return None
-    shell = get_ipython()
-    return shell.execution_count if shell is not None else None
-
-
-def picture(step_id: str | registry.Step) -> Figure:
+def picture(step_id: str | registry.Step) -> Picture:
     """Draw the picture of a step (an id such as "05", a name, or a Step, for
-    instance a tuned `registry.step("05").with_params(TM=4)`), show it, and
-    return its Figure."""
+    instance a tuned `registry.step("05").with_params(TM=4)`) on a Figure of its own,
+    which a notebook shows as its cell's value. pyplot never holds it: an explorer
+    draws it in a widget's callback, which JupyterLab 4.4+ with ipykernel 7 runs on a
+    thread beside the cell being run (jupyterlab/jupyterlab#19719), and a figure that
+    pyplot held could then be shown half drawn at that cell's end."""
     step = step_id if isinstance(step_id, registry.Step) else registry.step(step_id)
     draw = DRAWINGS.get(step.slug)
     if draw is None:
@@ -104,18 +94,17 @@ def picture(step_id: str | registry.Step) -> Figure:
             f"step {step.name} has no picture: add a function that draws it to "
             "DRAWINGS in autograder/course/pictures.py"
         )
-    fig = plt.figure(FigureClass=Picture, figsize=(WIDTH, 4), dpi=DPI)
+    fig = Picture(figsize=(WIDTH, 4), dpi=DPI)
+    FigureCanvasAgg(fig)  # what draws it, as pyplot would give it
     draw(fig, step)
     fig.suptitle(f"Step {step.id}: {step.title}", fontsize=13, fontweight="bold")
-    plt.show()
-    fig.shown_in = _cell()
     return fig
 
 
 # --- Drawing helpers: matrices are drawn with rows going down, one unit per element --
 
 
-def _panel(fig, rect, xlim, ylim) -> plt.Axes:
+def _panel(fig, rect, xlim, ylim) -> Axes:
     """Axes at rect (figure fractions) in element units, y growing downwards."""
     ax = fig.add_axes(rect)
     ax.set_xlim(*xlim)
@@ -181,7 +170,7 @@ def _ink(colour) -> str:
 def _counts(where, x, y, title, lines, size=TEXT):
     """A block of per-thread counts at (x, y) of an Axes (data units) or a Figure
     (fractions): a bold heading, then one line per count."""
-    base = where.transData if isinstance(where, plt.Axes) else where.transFigure
+    base = where.transData if isinstance(where, Axes) else where.transFigure
     below = base + ScaledTranslation(0, -1.5 * size / 72, where.figure.dpi_scale_trans)
     kw = {"fontsize": size, "ha": "left", "va": "top"}
     where.text(x, y, title, transform=base, fontweight="bold", **kw)
@@ -1048,15 +1037,10 @@ def main(argv: list[str]) -> None:
     """Write every step's picture to DIR/NN_slug.png."""
     from pathlib import Path
 
-    import matplotlib
-
-    matplotlib.use("Agg")
     out = Path(argv[0] if argv else "pictures")
     out.mkdir(parents=True, exist_ok=True)
     for step in registry.ALL_STEPS:
-        fig = picture(step)
-        (out / f"{step.name}.png").write_bytes(png(fig, DPI))
-        plt.close(fig)
+        (out / f"{step.name}.png").write_bytes(png(picture(step), DPI))
         print(out / f"{step.name}.png")
 
 
