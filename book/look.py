@@ -180,6 +180,18 @@ def _image_problems(images: list[dict]) -> tuple[list[str], int, int]:
     return problems, figures, remote
 
 
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+
+
+def chromium(playwright):
+    """The system's Chromium, headless, through Playwright (which downloads no browser);
+    tests/test_notebook_browser.py drives JupyterLab with it too."""
+    return playwright.chromium.launch(
+        executable_path=CHROMIUM,
+        args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"],
+    )
+
+
 def look(html: Path, out: Path) -> list[str]:
     """Every problem of every page at every width, as 'PAGE (WIDTH): what'."""
     problems, _ = look_counted(html, out)
@@ -192,14 +204,10 @@ def look_counted(html: Path, out: Path) -> tuple[list[str], str]:
 
     problems: list[str] = []
     out.mkdir(parents=True, exist_ok=True)
-    chromium = os.environ.get("CHROMIUM", "/usr/bin/chromium")
     figures = remote = 0
     found = pages(html)
     with sync_playwright() as p:
-        browser = p.chromium.launch(
-            executable_path=chromium,
-            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"],
-        )
+        browser = chromium(p)
         for name, (width, height) in WIDTHS.items():
             page = browser.new_page(viewport={"width": width, "height": height})
             # No network: only the build's own files are loaded.

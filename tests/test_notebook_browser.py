@@ -16,6 +16,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import uuid
 from pathlib import Path
 
@@ -23,16 +24,18 @@ import pytest
 from services import free_port, unless_possible, wait_for
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "book"))
+import look  # noqa: E402  (book/look.py: the system's Chromium, launched as the book's check does)
+
 LEARNER = ROOT / ".venv-learner"
 COLAB = ROOT / ".venv-colab"
-CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 MISSING = [
     what
     for what, there in (
         (f"a learner's install in {LEARNER.name}", (LEARNER / "bin" / "jupyter-lab").exists()),
         (f"Colab's ipywidgets 7 in {COLAB.name}", (COLAB / "bin" / "python").exists()),
         ("Playwright (pip install playwright)", importlib.util.find_spec("playwright")),
-        ("Chromium (apt install chromium)", shutil.which(CHROMIUM)),
+        ("Chromium (apt install chromium)", shutil.which(look.CHROMIUM)),
     )
     if not there
 ]
@@ -122,12 +125,9 @@ def browser():
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
-        chromium = p.chromium.launch(
-            executable_path=CHROMIUM,
-            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking"],
-        )
-        yield chromium
-        chromium.close()
+        browser = look.chromium(p)
+        yield browser
+        browser.close()
 
 
 def run_notebook(browser, lab: str, path: str, kernel: str | None = None):

@@ -50,7 +50,7 @@ class Picture(Figure):
     def _ipython_display_(self):
         from IPython.display import Image, display
 
-        display(Image(png(self, DPI)))
+        display(Image(png(self)))
 
 
 def smallest_text(fig: Figure) -> float:
@@ -64,11 +64,11 @@ def smallest_text(fig: Figure) -> float:
     return min(sizes, default=0)
 
 
-def png(fig: Figure, dpi: float | None = None) -> bytes:
+def png(fig: Figure) -> bytes:
     """fig as a PNG, cropped to what is drawn, that says in its metadata (min-text-px)
     the size of its smallest text in the image's pixels: book/look.py scales it by how
     wide a browser shows the image, to check the reader can read it."""
-    dpi = dpi or fig.dpi
+    dpi = fig.dpi
     out = io.BytesIO()
     fig.savefig(
         out,
@@ -1040,7 +1040,7 @@ def main(argv: list[str]) -> None:
     out = Path(argv[0] if argv else "pictures")
     out.mkdir(parents=True, exist_ok=True)
     for step in registry.ALL_STEPS:
-        (out / f"{step.name}.png").write_bytes(png(picture(step), DPI))
+        (out / f"{step.name}.png").write_bytes(png(picture(step)))
         print(out / f"{step.name}.png")
 
 
