@@ -155,3 +155,25 @@ def test_a_kernel_without_a_multiply_add_loop_is_refused_with_why():
     instructions, labels = sass.functions(".text.k:\n        /*0000*/  EXIT ;\n")["k"]
     with pytest.raises(sass.NoMainLoop, match="no loop"):
         sass.main_loop(instructions, labels)
+
+
+@needs_nvdisasm
+@pytest.mark.parametrize(("step", "arch"), CASES)
+def test_line_numbers_leave_the_machine_code_as_it_is(step, arch):
+    """The GPU backend builds with -lineinfo (backends.GPU_OPTIONS), the SASS counts of
+    the book without: both must be the same instructions, or the counts would describe
+    another kernel than the one graded and timed."""
+    from autograder import KernelSpec
+    from autograder.run import backends, compiler
+
+    spec = KernelSpec.from_step(step)
+
+    def instructions(options):
+        built = compiler.compile_for_arch(
+            spec.source, [spec.name_expression], arch, spec.filename, options
+        )
+        return sass.functions(sass.disassemble(built.cubin))[built.symbols[spec.name_expression]][0]
+
+    plain = instructions(compiler.DEFAULT_OPTIONS)
+    assert "-lineinfo" in backends.GPU_OPTIONS
+    assert plain and instructions(backends.GPU_OPTIONS) == plain

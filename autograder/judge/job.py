@@ -186,7 +186,7 @@ def _serve(conn, job: Job, scratch) -> None:
             seed = int(np.random.SeedSequence([job.seed, index]).generate_state(1)[0])
             if isinstance(stage, Check):
                 spec = job.spec.every_term if stage.every_term else job.spec
-                for event in checker.iter_suite(
+                events = checker.iter_suite(
                     backend.xp,
                     launches[spec] if stage.every_term else launch,
                     stage.shapes,
@@ -195,7 +195,10 @@ def _serve(conn, job: Job, scratch) -> None:
                     checker.BUDGETS[backend.name],
                     job.spec.input_roundoff,
                     mapping.clues_for(spec),
-                ):
+                )
+                # A turn on the GPU per step of the checker (drawing a case, running it,
+                # judging it), beside other checks: a timing waits for one step at most.
+                while (event := _in_turn(backend.shared, events)) is not None:
                     if isinstance(event, CaseResult) and stage.every_term:
                         event = replace(event, under=every_term_label(job.spec))
                     right &= not isinstance(event, CaseResult) or event.ok
@@ -204,21 +207,28 @@ def _serve(conn, job: Job, scratch) -> None:
                 kernels = {"yours": launch}
                 if stage.reference:
                     kernels["reference"] = launches[stage.reference]
-                results = timing.measure(
-                    backend,
-                    kernels,
-                    stage.size,
-                    seed,
-                    send,
-                    stage.repeats,
-                    job.spec.input_roundoff,
-                )
+                with backend.alone():
+                    results = timing.measure(
+                        backend,
+                        kernels,
+                        stage.size,
+                        seed,
+                        send,
+                        stage.repeats,
+                        job.spec.input_roundoff,
+                    )
                 send(Measured(results))
     except backend.crashes as e:
         return send(Crashed(explain_cuda_error(e)))
     except Exception:
         return send(Broke(traceback.format_exc(limit=4)))
     send(Done())
+
+
+def _in_turn(turn, events):
+    """The next of events, computed in a turn on the device; None after the last."""
+    with turn():
+        return next(events, None)
 
 
 # Every class a child of this module may send (child.Child refuses anything else).

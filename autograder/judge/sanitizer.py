@@ -34,7 +34,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..run import cuda_tools
+from ..run import cuda_tools, gpu_lock
 from ..run.kernel import KernelSpec
 from .checker import ALPHA, BETA, Shape
 
@@ -305,23 +305,26 @@ def _target(work: Path) -> None:
 
     cupy.cuda.set_allocator(None)  # one allocation per array, which memcheck bounds exactly
     spec, shape = pickle.loads((work / "job.pickle").read_bytes())
-    launch = gpu_launcher(spec, options=("-lineinfo",))
+    launch = gpu_launcher(spec)  # with line numbers, as every GPU build (the checks' own)
     rng = np.random.default_rng(0)
     M, N, K = shape.M, shape.N, shape.K
-    matrices = {
-        name: cupy.asarray(rng.standard_normal((rows, cols), dtype=np.float32))
-        for name, rows, cols in (("A", M, K), ("B", K, N), ("C", M, N))
-    }
-    placed = {n: [m.data.ptr, m.nbytes] for n, m in matrices.items()}
-    (work / "placed.json").write_text(json.dumps(placed))
-    try:
-        launch(M, N, K, ALPHA, matrices["A"], matrices["B"], BETA, matrices["C"])
-        cupy.cuda.Device().synchronize()
-    finally:  # step 09's GEMM: where its workspace of layers lay, once it had one
-        partial = getattr(launch, "workspace", lambda: None)()
-        if partial is not None:
-            placed["partial"] = [partial.data.ptr, partial.nbytes]
-            (work / "placed.json").write_text(json.dumps(placed))
+    # A check's launch: beside other checks, never during a timing; the turn is taken
+    # once everything but the GPU's own work is done, to hold it as little as can be.
+    with gpu_lock.shared(gpu_lock.identity()):
+        matrices = {
+            name: cupy.asarray(rng.standard_normal((rows, cols), dtype=np.float32))
+            for name, rows, cols in (("A", M, K), ("B", K, N), ("C", M, N))
+        }
+        placed = {n: [m.data.ptr, m.nbytes] for n, m in matrices.items()}
+        (work / "placed.json").write_text(json.dumps(placed))
+        try:
+            launch(M, N, K, ALPHA, matrices["A"], matrices["B"], BETA, matrices["C"])
+            cupy.cuda.Device().synchronize()
+        finally:  # step 09's GEMM: where its workspace of layers lay, once it had one
+            partial = getattr(launch, "workspace", lambda: None)()
+            if partial is not None:
+                placed["partial"] = [partial.data.ptr, partial.nbytes]
+                (work / "placed.json").write_text(json.dumps(placed))
 
 
 if __name__ == "__main__":

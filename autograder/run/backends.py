@@ -8,6 +8,7 @@ It is opened inside the child process that runs the kernel (autograder.judge.job
 
 from __future__ import annotations
 
+import contextlib
 import time
 from dataclasses import dataclass
 from typing import Callable
@@ -15,7 +16,7 @@ from typing import Callable
 import numpy as np
 
 from ..isolate import isolation
-from . import by_shape, compiler, contract, device_clock, device_only, gpu
+from . import by_shape, compiler, contract, device_clock, device_only, gpu, gpu_lock
 from .kernel import KernelSpec
 
 # What a CUDA error means for an SGEMM kernel, by the error's name without
@@ -106,6 +107,15 @@ class Backend:
         device throttled), or '' when they do; then a new set starts."""
         return ""
 
+    def shared(self):
+        """A turn on the device beside other work whose result speed cannot change
+        (autograder.run.gpu_lock); the CPU backend has no one to take turns with."""
+        return contextlib.nullcontext()
+
+    def alone(self):
+        """A turn with the device to itself, for a timing."""
+        return contextlib.nullcontext()
+
     def time_once(self, run: Callable[[], object]) -> float:
         """Seconds that run() keeps the device busy."""
         self.sync()
@@ -115,21 +125,29 @@ class Backend:
         return time.perf_counter() - start
 
 
-def gpu_launcher(spec: KernelSpec, options: tuple[str, ...] = (), choose=None):
-    """Compile spec for the current GPU, with NVRTC `options` beside the defaults;
+# Every GPU build carries line numbers. They leave the machine code as it is
+# (tests/test_sass.py compares it), and they let compute-sanitizer's reports and
+# Nsight Compute's name the learner's lines. So the sanitizer's run
+# (autograder.judge.sanitizer) builds exactly what the checks built, and CuPy's
+# cache of compiled modules hands it theirs instead of compiling it again.
+GPU_OPTIONS = (*compiler.DEFAULT_OPTIONS, "-lineinfo")
+
+
+def gpu_launcher(spec: KernelSpec, choose=None):
+    """Compile spec for the current GPU (GPU_OPTIONS);
     return launch(M, N, K, alpha, A, B, beta, C). For a reduction (step 09), that
     is the GEMM autograder.run.by_shape builds around it, with the plans of `choose`
     (by default, the dispatcher's for this GPU); launch.function is the spec's own
     kernel either way."""
     if spec.contract != "reduce":
-        return _gpu_kernel(spec, options)
+        return _gpu_kernel(spec)
     import cupy
 
     if choose is None:
         info = gpu.device_info()
         choose = by_shape.chooser(info.name, info.sms)
-    gemms = {name: _gpu_kernel(s, options) for name, s in by_shape.gemm_specs().items()}
-    reduce = _gpu_kernel(spec, options)
+    gemms = {name: _gpu_kernel(s) for name, s in by_shape.gemm_specs().items()}
+    reduce = _gpu_kernel(spec)
     launch = by_shape.compose(
         choose,
         gemms,
@@ -145,12 +163,10 @@ def gpu_launcher(spec: KernelSpec, options: tuple[str, ...] = (), choose=None):
 _SCALARS = {"int": np.int32, "float": np.float32}
 
 
-def _gpu_kernel(spec: KernelSpec, options: tuple[str, ...]):
+def _gpu_kernel(spec: KernelSpec):
     """launch(*arguments, layers=1): spec's kernel over a grid `layers` deep, with the
     arguments of its contract."""
-    function = compiler.load(
-        spec.source, spec.name_expression, spec.filename, (*compiler.DEFAULT_OPTIONS, *options)
-    )
+    function = compiler.load(spec.source, spec.name_expression, spec.filename, GPU_OPTIONS)
     block = (*spec.geometry.block, 1)
     shared = spec.geometry.shared_bytes
     if shared:  # a kernel gets more than 48 KB of dynamic shared memory only on request
@@ -181,6 +197,7 @@ class GpuBackend(Backend):
         self._flush = cupy.empty(max(2 * l2 // 4, 1), dtype=cupy.float32)
         self._clock = device_clock.DeviceClock()
         self._boost_mhz = info.clock_mhz
+        self._identity = gpu_lock.identity()
         super().__init__(
             name="gpu",
             device=f"{info.name} ({info.arch}, CUDA {info.cuda}, CuPy {info.cupy})",
@@ -228,6 +245,12 @@ class GpuBackend(Backend):
 
     def throttled(self) -> str:
         return self._clock.throttled(self._boost_mhz)
+
+    def shared(self):
+        return gpu_lock.shared(self._identity)
+
+    def alone(self):
+        return gpu_lock.alone(self._identity)
 
 
 class CpuBackend(Backend):
