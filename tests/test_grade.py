@@ -9,6 +9,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -408,9 +409,9 @@ def test_the_planted_class_grades_to_the_points_it_must_score_on_a_gpu(tmp_path)
     assert "the minimum is" in slow["message"]
 
 
-def test_gpus_all_runs_one_worker_per_gpu_each_on_its_own_device(tmp_path, monkeypatch):
-    """Two stand-in GPUs: workers forked (so that the stand-ins reach them) grade on
-    the CPU backend, each with CUDA_VISIBLE_DEVICES naming its own device."""
+def test_gpus_all_runs_workers_on_every_gpu_each_on_its_own_device(tmp_path, monkeypatch):
+    """Two stand-in GPUs, two workers each: workers forked (so that the stand-ins reach
+    them) grade on the CPU backend, each with CUDA_VISIBLE_DEVICES naming its device."""
     import multiprocessing
 
     from autograder.grade import batch, grading
@@ -421,24 +422,34 @@ def test_gpus_all_runs_one_worker_per_gpu_each_on_its_own_device(tmp_path, monke
     def noting_where(submission, step, options):
         with open(seen, "a") as f:
             f.write(f"{submission.student} {os.environ['CUDA_VISIBLE_DEVICES']} {os.getpid()}\n")
+        time.sleep(0.5)  # long enough that every worker gets a submission
         return real(submission, step, options)
 
     fork = multiprocessing.get_context("fork")
     monkeypatch.setattr(batch.multiprocessing, "get_context", lambda method: fork)
     monkeypatch.setattr(batch.grading, "grade", noting_where)
-    monkeypatch.setattr(batch, "_gpu_identity", lambda gpu: f"stand-in-{gpu}")
-    monkeypatch.setattr(batch, "LOCK_DIR", tmp_path / "locks")
-    write_large_class(tmp_path / "class", 6)
+    write_large_class(tmp_path / "class", 8)
     book = Gradebook.of(tmp_path / "class", STEP)
     options = grading.Options(backend="cpu", case_timeout_s=float(TIMEOUT))
-    summary = batch.run(tmp_path / "class", STEP, book, options, gpus=["0", "1"], progress=False)
-    assert summary.workers == 2 and len(summary.graded) == 6 and not summary.not_graded
+    summary = batch.run(
+        tmp_path / "class", STEP, book, options, gpus=["0", "1"], progress=False, workers=2
+    )
+    assert summary.workers == 4 and len(summary.graded) == 8 and not summary.not_graded
+    assert "with 4 workers on 2 GPUs" in str(summary) and "per GPU" in str(summary)
     rows = [line.split() for line in seen.read_text().splitlines()]
     assert sorted(student for student, _, _ in rows) == sorted(g.student for g in summary.graded)
     devices = {pid: {device for _, device, p in rows if p == pid} for _, _, pid in rows}
-    assert len(devices) == 2 and sorted(d for (d,) in devices.values()) == ["0", "1"], devices
-    locks = {p.name for p in (tmp_path / "locks").iterdir()}
-    assert locks == {"stand-in-0.lock", "stand-in-1.lock"}  # each worker holds its own GPU
+    assert all(len(d) == 1 for d in devices.values()), devices  # a worker keeps its GPU
+    per_gpu = Counter(d for (d,) in devices.values())
+    assert per_gpu == {"0": 2, "1": 2}, devices
+
+
+def test_workers_per_gpu_follow_the_cores_this_process_may_use(monkeypatch):
+    from autograder.grade import batch
+
+    for cores, gpus, expected in ((2, 1, 1), (8, 1, 4), (16, 1, 8), (64, 1, 8), (16, 2, 4)):
+        monkeypatch.setattr(batch.os, "sched_getaffinity", lambda pid, n=cores: set(range(n)))
+        assert batch.workers_per_gpu(gpus) == expected, (cores, gpus)
 
 
 @pytest.mark.gpu
@@ -448,9 +459,12 @@ def test_every_gpu_grades_its_share_with_the_same_verdicts(tmp_path):
     gpus = visible_gpus("all")
     write_large_class(tmp_path / "class", 10)  # every kind, shared among the GPUs
     out = tmp_path / "grades.csv"
-    result = grade(tmp_path / "class", "--assignment", "05", "--out", out, "--quiet")
+    # Three workers on each GPU, whatever its cores: checks side by side, timings alone.
+    result = grade(
+        tmp_path / "class", "--assignment", "05", "--out", out, "--quiet", "--workers", "3"
+    )
     assert result.returncode == 0, result.stdout + result.stderr
-    assert f"with {len(gpus)} worker" in result.stdout
+    assert f"with {3 * len(gpus)} workers" in result.stdout
     for row in read_csv(out):
         kind = row["student"].split("_", 1)[1]
         assert tuple(int(row[t.id]) for t in rubric.CUDA_TESTS) == KINDS[kind][1], row

@@ -11,7 +11,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..grade import grading
+from ..grade import batch, grading
 from ..isolate import isolation
 from ..judge.job import GraderFault
 from ..ladder import registry
@@ -36,6 +36,16 @@ def _shard(text: str) -> tuple[int, int]:
     if not 1 <= k <= n:
         raise argparse.ArgumentTypeError(f"expected K/N with 1 <= K <= N, not {text!r}")
     return k, n
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, not {text!r}")
+    return value
 
 
 def _pair(text: str) -> tuple[int, int]:
@@ -200,7 +210,15 @@ def _parser() -> argparse.ArgumentParser:
     g.add_argument(
         "--gpus",
         metavar="LIST",
-        help="GPUs to grade on, one worker each: 'all' (default) or numbers like 0,1",
+        help="GPUs to grade on: 'all' (default) or numbers like 0,1",
+    )
+    g.add_argument(
+        "--workers",
+        type=_positive,
+        metavar="N",
+        help="submissions graded at once on each GPU; each timing still has its GPU to "
+        f"itself (default: one per {batch.CORES_PER_WORKER} CPU cores this process may use, "
+        f"at most {batch.MAX_WORKERS_PER_GPU})",
     )
     g.add_argument(
         "--backend",
@@ -498,7 +516,6 @@ def _profile(args) -> int:
 
 
 def _grade(args) -> int:
-    from ..grade import batch
     from ..grade.gradebook import Gradebook
 
     step = registry.step(args.assignment)
@@ -519,7 +536,10 @@ def _grade(args) -> int:
     else:
         isolation.require("grading on the CPU")
     gpus = batch.visible_gpus(args.gpus) if backend == "gpu" else None
-    where = f"GPUs {','.join(gpus)}" if gpus else "the CPU (no timings: speed scores zero)"
+    where = "the CPU (one worker; no timings: speed scores zero)"
+    workers = args.workers or batch.workers_per_gpu(len(gpus or []))
+    if gpus:
+        where = f"GPUs {','.join(gpus)}, {workers} worker{'s' * (workers > 1)} each"
     print(f"grading {step.name} from {args.submissions} on {where}")
     options = grading.Options(backend, args.timeout, args.timings)
     summary = batch.run(
@@ -532,6 +552,7 @@ def _grade(args) -> int:
         part=args.shard,
         write_csv=not args.shard,
         progress=not args.quiet,
+        workers=workers,
     )
     print(summary)
     grades = "" if args.shard else f", grades in {book.csv_path}"

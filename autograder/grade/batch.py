@@ -1,9 +1,10 @@
-"""Grade a class: every submission of a directory, one worker per GPU.
+"""Grade a class: every submission of a directory, a few workers per GPU.
 
-Each worker owns one GPU and grades one submission at a time on it, so a
-timing never shares its GPU with another of our grading processes; a lock
-file per GPU extends that to other `grade` runs on the same machine (two
-assignments graded at once, or two Slurm tasks placed on one node). The
+Each worker grades one submission at a time on its GPU. Most of that time is the
+CPU's (compiling, starting processes, compute-sanitizer) or checks whose verdict
+speed cannot change, so several workers share a GPU; each timing takes the GPU to
+itself (autograder.run.gpu_lock), also from other `grade` runs on the same machine
+(two assignments graded at once, or two Slurm tasks placed on one node). The
 submission's kernel runs in children of the worker (autograder.judge.job), so
 a crash or a hang costs that student's test and nothing else.
 
@@ -18,14 +19,11 @@ replaced by CPU ones.
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import multiprocessing
 import os
 import queue
 import signal
 import sys
-import tempfile
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -38,7 +36,20 @@ from .gradebook import Gradebook, Refused
 from .grading import GRADER_ERROR
 from .submissions import Submission, find, students_folder
 
-LOCK_DIR = Path(tempfile.gettempdir()) / "sgemm-course-gpu-locks"
+# Workers per GPU, at most, and the CPU cores each keeps busy at its peak: itself,
+# the child running the kernel, then compute-sanitizer's memcheck and racecheck side
+# by side (though rarely all at once). On an H100 with 16 cores, a step-05 class of 40
+# unique submissions graded at 38.4 a minute with 4 workers, 40.9 with 6 and 39.1 to
+# 46.4 with 8 (2026-11-24); one worker graded 14.0.
+MAX_WORKERS_PER_GPU = 8
+CORES_PER_WORKER = 2
+
+
+def workers_per_gpu(gpus: int) -> int:
+    """As many workers as the cores this process may use keep busy, up to
+    MAX_WORKERS_PER_GPU on each GPU (a Slurm task's share of a node, not the node)."""
+    cores = len(os.sched_getaffinity(0))
+    return max(1, min(MAX_WORKERS_PER_GPU, cores // (CORES_PER_WORKER * max(gpus, 1))))
 
 
 @dataclass
@@ -49,13 +60,17 @@ class Summary:
     not_graded: list[str] = field(default_factory=list)  # interrupted, or their worker died
     seconds: float = 0.0
     workers: int = 1
+    gpus: int = 0  # 0 on the CPU backend
     backend: str = "gpu"
 
     def __str__(self) -> str:
         rate = len(self.graded) / self.seconds * 60 if self.seconds else 0.0
+        where = f" on {self.gpus} GPU{'s' * (self.gpus > 1)}" if self.gpus else ""
+        per_gpu = f", {rate / self.gpus:.1f} per GPU" if self.gpus > 1 else ""
         first = (
             f"graded {len(self.graded)} in {self.seconds:.0f} s with {self.workers} "
-            f"worker{'s' * (self.workers > 1)} ({rate:.1f} submissions per minute)"
+            f"worker{'s' * (self.workers > 1)}{where} ({rate:.1f} submissions per "
+            f"minute{per_gpu})"
         )
         if self.graded:
             # Full marks are what this backend can give: on the CPU, speed scores zero.
@@ -181,15 +196,19 @@ def run(
     part: tuple[int, int] | None = None,
     write_csv: bool = True,
     progress: bool = True,
+    workers: int | None = None,
 ) -> Summary:
     """Grade every submission for `step` under root whose grade is not current.
 
-    gpus: the GPUs to use (CUDA device numbers), one worker each; None on the CPU
-    backend, which runs one worker (the CPU backend spreads a kernel over all cores).
+    gpus: the GPUs to use (CUDA device numbers), `workers` each (None: as many as the
+    cores keep busy, workers_per_gpu); None on the CPU backend, which runs one worker
+    (the CPU backend spreads a kernel over all cores).
     part: (K, N), grade only the K-th of N shares; the shards of one job array
     share the gradebook's lock.
     """
     started = time.perf_counter()
+    per_gpu = workers or workers_per_gpu(len(gpus or []))
+    places = [gpu for gpu in gpus for _ in range(per_gpu)] if gpus else [None]
     everyone = roster(root, step, book)
     with book.locked(shared=part is not None):
         mine = shard(everyone, part) if part else everyone
@@ -199,11 +218,12 @@ def run(
         summary = Summary(
             skipped=len(mine) - len(todo),
             kept=book.gone(everyone),
-            workers=len(gpus or [None]),
+            workers=len(places),
+            gpus=len(gpus or []),
             backend=options.backend,
         )
         students = [s.student for s in everyone] if write_csv else None
-        _grade_all(todo, step, book, options, gpus, students, progress, summary)
+        _grade_all(todo, step, book, options, places, students, progress, summary)
     summary.seconds = time.perf_counter() - started
     return summary
 
@@ -226,9 +246,10 @@ def _refuse_to_downgrade(book: Gradebook, todo: list[Submission]) -> None:
         )
 
 
-def _grade_all(todo, step, book, options, gpus, students, progress, summary) -> None:
-    """Grade `todo` with one worker per GPU, saving each grade as it comes, and the
-    CSV of `students` after each (None: no CSV, for a shard)."""
+def _grade_all(todo, step, book, options, places, students, progress, summary) -> None:
+    """Grade `todo` with a worker on each of places (a GPU, or None for the CPU), saving
+    each grade as it comes, and the CSV of `students` after each (None: no CSV, for a
+    shard)."""
     from tqdm import tqdm
 
     context = multiprocessing.get_context("spawn")
@@ -236,8 +257,7 @@ def _grade_all(todo, step, book, options, gpus, students, progress, summary) -> 
     for s in todo:
         jobs.put(s)
     workers = [
-        context.Process(target=_worker, args=(gpu, step, options, jobs, results))
-        for gpu in (gpus or [None])
+        context.Process(target=_worker, args=(gpu, step, options, jobs, results)) for gpu in places
     ]
     for w in workers:
         jobs.put(None)  # one "no more work" per worker
@@ -291,30 +311,7 @@ def _worker(gpu: str | None, step: Step, options, jobs, results) -> None:
     if gpu is not None:
         os.environ["CUDA_VISIBLE_DEVICES"] = gpu
     while (submission := jobs.get()) is not None:
-        with _exclusive(gpu):
-            results.put(grading.grade(submission, step, options))
-
-
-@contextlib.contextmanager
-def _exclusive(gpu: str | None):
-    """Hold this GPU's lock file while grading on it (no lock for the CPU)."""
-    if gpu is None:
-        yield
-        return
-    LOCK_DIR.mkdir(exist_ok=True)
-    with open(LOCK_DIR / f"{_gpu_identity(gpu)}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
-
-
-def _gpu_identity(gpu: str) -> str:
-    """The GPU's PCI bus id, the same whatever CUDA_VISIBLE_DEVICES numbers it as."""
-    import cupy
-
-    return cupy.cuda.runtime.deviceGetPCIBusId(0).replace(":", "-").replace(".", "-")
+        results.put(grading.grade(submission, step, options))
 
 
 def visible_gpus(wanted: str | None) -> list[str]:
