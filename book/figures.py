@@ -502,14 +502,15 @@ def _tune_label(step: registry.Step, params: dict) -> str:
     return f"{label}, threads {p['TM']}×{p['TN']}" if "TN" in p else f"{label}, TM {p['TM']}"
 
 
-def _rule(reason: str) -> str:
+def tune_rule(reason: str) -> str:
     """The rule of stage 1 that a rejection's (first) reason names."""
     return next((rule for phrase, rule in _RULES if phrase in reason), reason)
 
 
-def tune_dry_run(step_id: str = "08"):
+def tune_dry_run(step_id: str = "08") -> Markdown:
     """Lines of `python -m autograder tune STEP --dry-run`, run as the page is built: its
-    first line, two survivors, and the first rejection for each rule of stage 1."""
+    first line, two survivors, and the first rejection for each rule of stage 1, as a
+    code block."""
     from autograder.measure import tune
 
     step = registry.step(step_id)
@@ -518,13 +519,13 @@ def tune_dry_run(step_id: str = "08"):
     shown = lines[1:3]
     seen = set()
     for trial, line in zip(sorted(trials, key=lambda t: not t.alive), lines[1:]):
-        if not trial.alive and _rule(trial.reason) not in seen:
-            seen.add(_rule(trial.reason))
+        if not trial.alive and tune_rule(trial.reason) not in seen:
+            seen.add(tune_rule(trial.reason))
             shown.append(line)
-    print(
-        f"$ python -m autograder tune {step_id} --dry-run\n"
+    return Markdown(
+        f"```text\n$ python -m autograder tune {step_id} --dry-run\n"
         + "\n".join([lines[0], *shown])
-        + f"\n... (one line for each of the {len(trials)} configurations)"
+        + f"\n... (one line for each of the {len(trials)} configurations)\n```"
     )
 
 
@@ -574,7 +575,7 @@ def tune_verdicts(step_id: str) -> Markdown:
     rows = tune_rows(step_id)
     count = {}
     for r in rows:
-        key = f"rejected: {_rule(r['reason'])}" if r["verdict"] == "rejected" else r["verdict"]
+        key = f"rejected: {tune_rule(r['reason'])}" if r["verdict"] == "rejected" else r["verdict"]
         count[key] = count.get(key, 0) + 1
     stages = [
         ("1. rules, before compiling", k)
