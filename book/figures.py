@@ -29,6 +29,16 @@ def show(fig=None) -> None:
     plt.close(fig)
 
 
+def for_experts(title: str, *parts) -> Markdown:
+    """Figures for experts (a tool's whole output, a search's tables, secondary
+    counters) in one box that stays closed until the reader opens it, so that the page's
+    argument reads straight through. The box is a dropdown admonition, like the
+    chapters' own: a page renders a figure's Markdown as MyST (_config.yml). Four
+    backticks, so that a part may hold a code block."""
+    body = "\n\n".join(getattr(part, "data", part) for part in parts)
+    return Markdown(f"````{{admonition}} {title}\n:class: dropdown\n\n{body}\n````")
+
+
 # Steps of the ladder that book/data/bench_*.csv has no row for yet, and why.
 # The pages say "not yet measured" where their numbers would be; nothing stands
 # in for them. To measure one, run `python -m autograder bench STEP` on the GPU
@@ -492,14 +502,15 @@ def _tune_label(step: registry.Step, params: dict) -> str:
     return f"{label}, threads {p['TM']}×{p['TN']}" if "TN" in p else f"{label}, TM {p['TM']}"
 
 
-def _rule(reason: str) -> str:
+def tune_rule(reason: str) -> str:
     """The rule of stage 1 that a rejection's (first) reason names."""
     return next((rule for phrase, rule in _RULES if phrase in reason), reason)
 
 
-def tune_dry_run(step_id: str = "08"):
+def tune_dry_run(step_id: str = "08") -> Markdown:
     """Lines of `python -m autograder tune STEP --dry-run`, run as the page is built: its
-    first line, two survivors, and the first rejection for each rule of stage 1."""
+    first line, two survivors, and the first rejection for each rule of stage 1, as a
+    code block."""
     from autograder.measure import tune
 
     step = registry.step(step_id)
@@ -508,13 +519,13 @@ def tune_dry_run(step_id: str = "08"):
     shown = lines[1:3]
     seen = set()
     for trial, line in zip(sorted(trials, key=lambda t: not t.alive), lines[1:]):
-        if not trial.alive and _rule(trial.reason) not in seen:
-            seen.add(_rule(trial.reason))
+        if not trial.alive and tune_rule(trial.reason) not in seen:
+            seen.add(tune_rule(trial.reason))
             shown.append(line)
-    print(
-        f"$ python -m autograder tune {step_id} --dry-run\n"
+    return Markdown(
+        f"```text\n$ python -m autograder tune {step_id} --dry-run\n"
         + "\n".join([lines[0], *shown])
-        + f"\n... (one line for each of the {len(trials)} configurations)"
+        + f"\n... (one line for each of the {len(trials)} configurations)\n```"
     )
 
 
@@ -564,7 +575,7 @@ def tune_verdicts(step_id: str) -> Markdown:
     rows = tune_rows(step_id)
     count = {}
     for r in rows:
-        key = f"rejected: {_rule(r['reason'])}" if r["verdict"] == "rejected" else r["verdict"]
+        key = f"rejected: {tune_rule(r['reason'])}" if r["verdict"] == "rejected" else r["verdict"]
         count[key] = count.get(key, 0) + 1
     stages = [
         ("1. rules, before compiling", k)
@@ -1015,17 +1026,22 @@ def _duration(us: float) -> str:
     return f"{us / 1e3:,.1f} ms" if us >= 1000 else f"{us:,.0f} µs"
 
 
+# Each row: the key a chapter names it by (`main=`), its label, its cell. A key may
+# name several rows that read as one (the bank conflicts are a share of the
+# wavefronts above them; the three largest stall reasons).
 _PROFILE_ROWS = (
-    ("time of the profiled launch", lambda s, z, p: _duration(p["duration_us"])),
-    ("DRAM read + written", lambda s, z, p: f"{dram_bytes(s, z) / 1e6:,.0f} MB"),
-    ("FLOPs per DRAM byte", lambda s, z, p: f"{measured_intensity(s, z):,.0f}"),
-    ("L1 hit rate, global loads", lambda s, z, p: _pct(p["l1_hit_pct"])),
-    ("L2 hit rate, reads", lambda s, z, p: _pct(p["l2_hit_pct"])),
+    ("time", "time of the profiled launch", lambda s, z, p: _duration(p["duration_us"])),
+    ("dram", "DRAM read + written", lambda s, z, p: f"{dram_bytes(s, z) / 1e6:,.0f} MB"),
+    ("intensity", "FLOPs per DRAM byte", lambda s, z, p: f"{measured_intensity(s, z):,.0f}"),
+    ("l1", "L1 hit rate, global loads", lambda s, z, p: _pct(p["l1_hit_pct"])),
+    ("l2", "L2 hit rate, reads", lambda s, z, p: _pct(p["l2_hit_pct"])),
     (
+        "wavefronts",
         "shared-memory load wavefronts per warp FFMA",
         lambda s, z, p: f"{wavefronts_per_ffma(s, z):.3g}" if p["shared_load_wavefronts"] else "—",
     ),
     (
+        "wavefronts",
         "… of them bank conflicts",
         lambda s, z, p: (
             f"{p['shared_load_conflicts'] / p['shared_load_wavefronts']:.0%}"
@@ -1034,20 +1050,23 @@ _PROFILE_ROWS = (
         ),
     ),
     (
+        "store conflicts",
         "shared-memory store bank conflicts",
         lambda s, z, p: (
             f"{p['shared_store_conflicts'] / 1e6:,.1f} M" if p["shared_load_wavefronts"] else "—"
         ),
     ),
     (
+        "occupancy",
         "occupancy: achieved / theoretical",
         lambda s, z, p: (
             f"{_pct(p['occupancy_achieved_pct'])} / {_pct(p['occupancy_theoretical_pct'])}"
         ),
     ),
-    ("SM throughput (% of peak)", lambda s, z, p: _pct(p["sm_throughput_pct"])),
+    ("sm throughput", "SM throughput (% of peak)", lambda s, z, p: _pct(p["sm_throughput_pct"])),
     *(
         (
+            "stalls",
             f"stall reason {i + 1} (cycles per issued instruction)",
             lambda s, z, p, i=i: f"`{p['stalls'][i][0]}` {p['stalls'][i][1]:.1f}"
             if len(p["stalls"]) > i
@@ -1056,19 +1075,43 @@ _PROFILE_ROWS = (
         for i in range(3)
     ),
 )  # fmt: skip
+PROFILE_KEYS = tuple(dict.fromkeys(key for key, _, _ in _PROFILE_ROWS))
+
+# What a row's numbers mean, said wherever the row is shown.
+_PROFILE_TERMS = {
+    "wavefronts": "A wavefront is one pass of shared memory's 32 banks (128 bytes): an SM's "
+    "shared memory serves one per clock, while the SM can issue 4 warp-wide FFMAs per clock.",
+    "stalls": "A stall reason's cycles are averaged over every instruction the warps issued.",
+}
 
 
-def profile_table(columns, note: str = "") -> Markdown:
+def profile_table(columns, note: str = "", main=None) -> Markdown:
     """The profile of each (step, size) in columns, one column each, with where it was
-    measured and the commands that measure it again."""
+    measured and the commands that measure it again. `main` names the rows (keys of
+    PROFILE_KEYS) that the page's text argues with: the table shows those, and a box
+    under it, closed, the others. Without `main`, every row is in the table."""
+    unknown = [key for key in main or () if key not in PROFILE_KEYS]
+    if unknown:
+        raise ValueError(f"no profile row {unknown}: the rows are {', '.join(PROFILE_KEYS)}")
     profiles = [(s, z, profile_row(s, z)) for s, z in columns]
-    head = "| | " + " | ".join(f"{_kernel(s)[:2]} at {_size_label(z)}" for s, z, _ in profiles)
-    lines = [head + " |", "|---|" + "---:|" * len(profiles)]
-    for label, cell in _PROFILE_ROWS:
+    rows = []
+    for key, label, cell in _PROFILE_ROWS:
         cells = [cell(s, z, p) for s, z, p in profiles]
         if all(c in ("", "—") for c in cells):
             continue  # a counter none of these kernels can have (shared memory in 01, 02)
-        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+        rows.append((key, f"| {label} | " + " | ".join(cells) + " |"))
+    head = "| | " + " | ".join(f"{_kernel(s)[:2]} at {_size_label(z)}" for s, z, _ in profiles)
+    rule = "|---|" + "---:|" * len(profiles)
+
+    def table(keys) -> str:
+        return "\n".join([head + " |", rule, *(line for key, line in rows if key in keys)])
+
+    def terms(keys) -> str:
+        return "".join(f" {_PROFILE_TERMS[k]}" for k in keys if k in _PROFILE_TERMS)
+
+    present = list(dict.fromkeys(key for key, _ in rows))
+    shown = [k for k in present if main is None or k in main]
+    more = [k for k in present if k not in shown]
     by_size = {}
     for s, z, _ in profiles:
         by_size.setdefault(_size_key(z), []).append(_kernel(s)[:2])
@@ -1078,19 +1121,21 @@ def profile_table(columns, note: str = "") -> Markdown:
         for key, ids in by_size.items()
     )
     first = profiles[0][2]
-    return Markdown(
-        "\n".join(lines) + f"\n\nNsight Compute, one launch of each kernel after a warm-up, "
-        f"clocks left as they were, on an {first['gpu']}, {first['date']} ({first['versions']}); "
-        f"{commands} measures it again (data: `book/data/{first['file']}`). A wavefront is one "
-        "pass of shared memory's 32 banks (128 bytes): an SM's shared memory serves one per "
-        "clock, while the SM can issue 4 warp-wide FFMAs per clock. A stall reason's cycles "
-        "are averaged over every instruction the warps issued. " + note
+    parts = [table(shown)]
+    if more:
+        body = f"{table(more)}\n\n{terms(more)}".rstrip()
+        parts.append(for_experts("More counters from the same profile", body).data)
+    parts.append(
+        f"Nsight Compute, one launch of each kernel after a warm-up, clocks left as they were, "
+        f"on an {first['gpu']}, {first['date']} ({first['versions']}); {commands} measures it "
+        f"again (data: `book/data/{first['file']}`).{terms(shown)} {note}".rstrip()
     )
+    return Markdown("\n\n".join(parts))
 
 
-def profile_compare(step_id: str, sizes=None) -> Markdown:
+def profile_compare(step_id: str, sizes=None, main=None) -> Markdown:
     """A step's profile beside the step before it, at 4096³ and at every other size
-    where both were profiled."""
+    where both were profiled; `main` as in profile_table."""
     step = registry.step(step_id)
     before = _before(step)
     rows = profile_rows()
@@ -1102,7 +1147,7 @@ def profile_compare(step_id: str, sizes=None) -> Markdown:
         if before is not None and (before.name, _size_key(z)) in rows:
             columns.append((before.id, z))
         columns.append((step.id, z))
-    return profile_table(columns)
+    return profile_table(columns, main=main)
 
 
 # ---- prediction, then measurement ----
@@ -1538,12 +1583,12 @@ def fp32_peak(rows: list[bench.Row]) -> float:
 def ladder_chart(size=LARGEST, highlight: str | None = None):
     """Every step's GFLOP/s at one size as a bar, against cuBLAS and the FP32 peak of the
     GPU it was measured on; the step `highlight` (an id) drawn in colour, the others grey
-    where one is highlighted. Narrow enough to stand beside a table on a desktop and to
-    fit a phone's column."""
+    where one is highlighted. Narrow enough (about 305 px) to stand beside a table on a
+    desktop, where the landing page's grid gives it 312 px, and to fit a phone's column."""
     rows = _rungs(size)
     peak = fp32_peak(rows)
     cublas = rows[0].cublas_gflops
-    fig, ax = plt.subplots(figsize=(3.5, 0.3 * len(rows) + 1.6))
+    fig, ax = plt.subplots(figsize=(3.15, 0.3 * len(rows) + 1.6))
     y = range(len(rows))[::-1]
     colours = [
         pictures.VERMILLION if highlight is None or r.kernel[:2] == highlight else pictures.GREY

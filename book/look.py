@@ -11,7 +11,11 @@ is one of:
 - overflow: an element whose content is wider than its box and that neither scrolls
   nor clips it (a code block or a table running out of the column), or a page wider
   than the screen;
-- small text: a figure whose smallest text is shown smaller than MIN_TEXT_PX;
+- small text: a figure whose smallest text is shown smaller than MIN_TEXT_PX (see
+  below for a figure shrunk to fit a phone);
+- a figure shrunk at a width where figures are shown at their own size (the desktop:
+  FITTED), or shrunk elsewhere without the tap that enlarges it and the line under it
+  that says so (book/_static/enlarge.js);
 - markup: Markdown or MyST written out as text (a backtick, `{doc}`, `:::`, `**`, a
   link's `](`...) anywhere outside code;
 - an image of the book that does not load (naturalWidth 0).
@@ -29,11 +33,23 @@ the page as laid out. (SVG with live text would let the browser measure the text
 itself, but then the figures' lettering would depend on the reader's fonts.) A PNG of
 the book with no such metadata is reported, since its text cannot be checked.
 
+Figures on a phone. The figures are drawn to fit the desktop column, and at 1280 px
+each must be shown at its own size. On a narrower screen the stylesheet shrinks a
+figure wider than the column to fit it, and its text with it; book/_static/enlarge.js
+then marks it, writes a line under it ("Tap the figure to see it at full size"), and
+shows it at its own size on a tap, scrolling sideways inside the column. So a figure
+shown shrunk is checked as a reader uses it: it must have the visible line, a real
+click on it must show it at its own size (the click a tap makes), and its text is
+measured at that enlarged size; the page must not grow wider than the screen while
+it is enlarged, and a second click must fit it again. A figure shown at its own size
+is checked as shown, and must have no such line.
+
 Images are checked where they live in the build (`_images/`, `_static/`); the page's
 requests to the network are refused, so that the check needs none and gives the same
 answer everywhere. Remote images (the Colab badge) are therefore counted, not
-checked. Collapsed boxes (`<details>`) are opened before the checks, so what an
-expert opens is checked too; the screenshots show the pages as they open.
+checked. Collapsed boxes (`<details>`, and the dropdown admonitions that
+sphinx-togglebutton closes) are opened before the checks, so what an expert opens is
+checked too; the screenshots show the pages as they open.
 
 Needs `pip install playwright` and Chromium at /usr/bin/chromium (Debian's package)
 or CHROMIUM.
@@ -48,6 +64,7 @@ from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 WIDTHS = {"desktop": (1280, 900), "phone": (390, 844)}
+FITTED = {"desktop"}  # widths at which every figure is shown at its own size
 MIN_TEXT_PX = 10
 TEXT_KEY = "min-text-px"  # the PNG text chunk that autograder.course.pictures.png writes
 
@@ -111,14 +128,31 @@ _MARKUP = """(args) => {
   return found;
 }"""
 
+# Open every closed box: <details>, and sphinx-togglebutton's dropdown admonitions.
+# Then wait two frames, so that what reacts to the new layout (enlarge.js) has run.
+_OPEN_BOXES = """() => new Promise(done => {
+  document.querySelectorAll('details').forEach(d => d.open = true);
+  document.querySelectorAll('.toggle-hidden').forEach(e => e.classList.remove('toggle-hidden'));
+  requestAnimationFrame(() => requestAnimationFrame(done));
+})"""
+
 # Every image in the page: where it comes from, whether it loaded, how wide it is and
-# how wide it is shown (0 where it is not shown).
-_IMAGES = """() => [...document.querySelectorAll('main img')].map(img => ({
-  src: img.currentSrc || img.src,
-  loaded: img.complete && img.naturalWidth > 0,
-  natural: img.naturalWidth,
-  shown: img.getBoundingClientRect().width,
-}))"""
+# how wide it is shown (0 where it is not shown), and whether the line under it that
+# says a tap enlarges it is shown.
+_IMAGES = """() => [...document.querySelectorAll('main img')].map(img => {
+  const next = img.nextElementSibling;
+  const hint = next && next.classList.contains('figure-hint') && !next.hidden
+    && next.getBoundingClientRect().height > 0;
+  return {
+    src: img.currentSrc || img.src,
+    loaded: img.complete && img.naturalWidth > 0,
+    natural: img.naturalWidth,
+    shown: img.getBoundingClientRect().width,
+    hint: Boolean(hint),
+  };
+})"""
+
+_WIDTH = "img => img.getBoundingClientRect().width"
 
 
 def pages(html: Path) -> list[Path]:
@@ -147,9 +181,25 @@ def _local(src: str) -> Path | None:
     return Path(unquote(url.path)) if url.scheme == "file" else None
 
 
-def _image_problems(images: list[dict]) -> tuple[list[str], int, int]:
+def _shrunk(img: dict) -> bool:
+    return 0 < img["shown"] < img["natural"] - 0.5
+
+
+def _figure(img: dict) -> bool:
+    """Whether an image is one of the book's figures (a PNG in the build's _images/,
+    loaded and shown), not the theme's icons or a remote image."""
+    path = _local(img["src"])
+    return bool(
+        path and img["loaded"] and img["shown"]
+        and path.suffix.lower() == ".png" and "_images" in path.parts
+    )  # fmt: skip
+
+
+def _image_problems(images: list[dict], fitted: bool) -> tuple[list[str], int, int]:
     """Problems with a page's images, how many figures had their text checked, and how
-    many remote images were not checked."""
+    many remote images were not checked. A figure shown shrunk carries, under
+    "enlarged", the width it was shown at after a tap; `fitted`: whether every figure
+    must be shown at its own size at this width."""
     problems, figures, remote = [], 0, 0
     for img in images:
         path = _local(img["src"])
@@ -160,9 +210,26 @@ def _image_problems(images: list[dict]) -> tuple[list[str], int, int]:
         if not img["loaded"]:
             problems.append(f"image: {name} does not load")
             continue
-        if path.suffix.lower() != ".png" or "_images" not in path.parts or not img["shown"]:
+        if not _figure(img):
             continue  # the theme's icons; or an image not shown at this width
         figures += 1
+        shown = img["shown"]
+        if _shrunk(img) and fitted:
+            problems.append(
+                f"figure: {name} is shrunk to {shown:.0f} of its {img['natural']}px at a width "
+                "where figures are shown at their own size: draw it to fit the column"
+            )
+        elif _shrunk(img):
+            if not img["hint"]:
+                problems.append(f"figure: {name} is shrunk with no line saying a tap enlarges it")
+            if img["enlarged"] < img["natural"] - 0.5:
+                problems.append(
+                    f"figure: {name} is shrunk to {shown:.0f} of its {img['natural']}px and a "
+                    f"tap shows it at {img['enlarged']:.0f}px, not its own size"
+                )
+            shown = img["enlarged"]  # its text is read enlarged
+        elif img["hint"]:
+            problems.append(f"figure: {name} fits, yet a line says a tap enlarges it")
         size = png_text(path).get(TEXT_KEY)
         if size is None:
             problems.append(
@@ -170,12 +237,12 @@ def _image_problems(images: list[dict]) -> tuple[list[str], int, int]:
                 f"(no {TEXT_KEY} in the PNG: write it with autograder.course.pictures.png)"
             )
             continue
-        shown = float(size) * img["shown"] / img["natural"]
-        if shown < MIN_TEXT_PX - 0.05:
+        text = float(size) * shown / img["natural"]
+        if text < MIN_TEXT_PX - 0.05:
             problems.append(
-                f"small text: figure {name} shows text at {shown:.1f}px (< {MIN_TEXT_PX}px: "
-                f"{float(size):.1f}px in the image, shown {img['shown']:.0f} of its "
-                f"{img['natural']}px)"
+                f"small text: figure {name} shows text at {text:.1f}px (< {MIN_TEXT_PX}px: "
+                f"{float(size):.1f}px in the image, shown {shown:.0f} of its "
+                f"{img['natural']}px{' enlarged' if _shrunk(img) else ''})"
             )
     return problems, figures, remote
 
@@ -192,6 +259,34 @@ def chromium(playwright):
     )
 
 
+def _enlarge(page, images: list[dict]) -> list[str]:
+    """Tap (click) every figure shown shrunk, note the width it is then shown at under
+    "enlarged", look for overflow with all of them enlarged, and tap each again: the
+    problems seen, and a figure that a second tap leaves enlarged or that cannot be
+    tapped."""
+    from playwright.sync_api import Error
+
+    shrunk = [i for i, img in enumerate(images) if _figure(img) and _shrunk(img)]
+    imgs = page.locator("main img")
+    problems = []
+
+    def tap(i: int) -> float:
+        try:
+            imgs.nth(i).click(timeout=5000)
+        except Error as e:
+            problems.append(f"figure: {_local(images[i]['src']).name} cannot be tapped: {e}")
+        return imgs.nth(i).evaluate(_WIDTH)
+
+    for i in shrunk:
+        images[i]["enlarged"] = tap(i)
+    if shrunk:
+        problems += page.evaluate(_OVERFLOWING)
+    for i in shrunk:
+        if tap(i) > images[i]["shown"] + 0.5:
+            problems.append(f"figure: {_local(images[i]['src']).name} stays enlarged after a tap")
+    return problems
+
+
 def look(html: Path, out: Path) -> list[str]:
     """Every problem of every page at every width, as 'PAGE (WIDTH): what'."""
     problems, _ = look_counted(html, out)
@@ -204,7 +299,7 @@ def look_counted(html: Path, out: Path) -> tuple[list[str], str]:
 
     problems: list[str] = []
     out.mkdir(parents=True, exist_ok=True)
-    figures = remote = 0
+    figures = remote = shrunk = 0
     found = pages(html)
     with sync_playwright() as p:
         browser = chromium(p)
@@ -221,16 +316,18 @@ def look_counted(html: Path, out: Path) -> tuple[list[str], str]:
                 page.goto(path.resolve().as_uri())
                 page.wait_for_load_state("load")
                 page.screenshot(path=out / f"{path.stem}.{name}.png", full_page=True)
-                page.evaluate(
-                    "() => document.querySelectorAll('details').forEach(d => d.open = true)"
-                )
+                page.evaluate(_OPEN_BOXES)
                 seen = list(page.evaluate(_OVERFLOWING))
                 for hit, context in page.evaluate(_MARKUP, [list(MARKUP), _ROLE]):
                     what = MARKUP.get(hit, "a MyST role")
                     seen.append(f"markup: {what} {hit!r} in the text: …{context.strip()}…")
-                images, n_figures, n_remote = _image_problems(page.evaluate(_IMAGES))
+                found_images = page.evaluate(_IMAGES)
+                if name not in FITTED:
+                    seen += _enlarge(page, found_images)
+                images, n_figures, n_remote = _image_problems(found_images, name in FITTED)
                 figures += n_figures
                 remote += n_remote
+                shrunk += sum("enlarged" in img for img in found_images)
                 seen += images
                 problems += [f"{path.stem} ({name}): {s}" for s in dict.fromkeys(seen)]
             page.close()
@@ -238,8 +335,9 @@ def look_counted(html: Path, out: Path) -> tuple[list[str], str]:
     widths = " and ".join(f"{w} px" for w, _ in WIDTHS.values())
     count = (
         f"{len(problems)} problem{'s' * (len(problems) != 1)}: {len(found)} pages at {widths}, "
-        f"{figures} figures' text measured (minimum {MIN_TEXT_PX} px), {remote} remote "
-        f"images not checked; screenshots in {out}"
+        f"{figures} figures' text measured (minimum {MIN_TEXT_PX} px; {shrunk} of them "
+        f"shrunk to fit, measured enlarged by a tap), {remote} remote images not checked; "
+        f"screenshots in {out}"
     )
     return problems, count
 

@@ -4,6 +4,7 @@ step's (steps 02-08); the data behind them is committed; and what the reader see
 of the kernels carries no build-machine paths and no [docs:] anchors. All on the
 CPU: the figures draw from committed data and compile with NVRTC."""
 
+import ast
 import re
 import sys
 from pathlib import Path
@@ -64,9 +65,9 @@ def test_every_kernel_chapter_shows_the_compilers_instruction_mix(step):
 @pytest.mark.parametrize("step", figures.GEMM_STEPS[1:], ids=lambda s: s.name)
 def test_every_optimisation_chapter_shows_its_profile_beside_the_previous_steps(step):
     text = chapter(step)
-    assert f'figures.profile_compare("{step.id}")' in text, (
+    assert f'figures.profile_compare("{step.id}", main=(' in text, (
         f"book/{step.name}.md does not show the profiler's evidence: add "
-        f'`figures.profile_compare("{step.id}")`'
+        f'`figures.profile_compare("{step.id}", main=(...))`, naming the rows its text uses'
     )
     assert f'figures.prediction("{step.id}")' in text, (
         f"book/{step.name}.md shows no prediction against measurement: add "
@@ -102,6 +103,69 @@ def test_a_step_without_a_bench_row_is_reported(monkeypatch):
     )
     missing = figures.missing_data()
     assert any("04_blocktiling_1d at 1024³" in m for m in missing), missing
+
+
+def main_rows(text: str) -> tuple[str, ...]:
+    """The rows a chapter's profile table shows outside the box (its `main=`)."""
+    found = re.search(r"figures\.profile_(?:compare|table)\(.*?main=(\(.*?\))\)", text, re.S)
+    assert found, "no profile table with main= rows"
+    return ast.literal_eval(found.group(1))
+
+
+PROFILED = [registry.step("01"), *figures.GEMM_STEPS[1:]]
+
+# What a chapter's numbers read from the profile, and the row that shows it: a number
+# the text cites must be in the table the reader sees, not only in the closed box.
+READS = {
+    r"\bduration_us\b": "time",
+    r"\bdram_bytes\(": "dram",
+    r"\bmeasured_intensity\(": "intensity",
+    r"\bl1_hit_pct\b": "l1",
+    r"\bl2_hit_pct\b": "l2",
+    r"\bwavefronts_per_ffma\(|\bshared_load_(wavefronts|conflicts)\b": "wavefronts",
+    r"\bshared_store_conflicts\b": "store conflicts",
+    r"\boccupancy_(achieved|theoretical)_pct\b": "occupancy",
+    r"\bsm_throughput_pct\b": "sm throughput",
+    r"\[.stalls.\]": "stalls",
+}
+
+
+@pytest.mark.parametrize("step", PROFILED, ids=lambda s: s.name)
+def test_a_profile_table_shows_the_counters_its_chapter_cites_and_boxes_the_rest(step):
+    text = chapter(step)
+    main = main_rows(text)
+    assert set(READS.values()) == set(figures.PROFILE_KEYS), "READS misses a row"
+    for pattern, key in READS.items():
+        if re.search(pattern, text):
+            assert key in main, (
+                f"book/{step.name}.md cites the profile's {key!r} (it reads "
+                f"/{pattern}/) but its profile table keeps that row in the box: add it to main="
+            )
+    call = re.search(r"(figures\.profile_(?:compare|table)\(.*?main=\(.*?\)\))", text, re.S)
+    table = eval(call.group(1), {"figures": figures}).data
+    shown, box = table.split("````{admonition} More counters", 1)
+    box, provenance = box.split("\n````\n", 1)
+    assert ":class: dropdown" in box, "the box of more counters is not closed"
+    lines = {
+        key: [line for line in table.splitlines() if line.startswith(f"| {label} |")]
+        for key, label, _ in figures._PROFILE_ROWS
+    }
+    for key, label, _ in figures._PROFILE_ROWS:
+        if not lines[key]:
+            continue  # a counter none of these kernels has
+        where = shown if key in main else box
+        assert f"| {label} |" in where, f"{step.name}: {label!r} is not where main= puts it"
+        assert table.count(f"| {label} |") == 1, f"{step.name}: {label!r} is shown twice"
+    assert "Nsight Compute" in provenance and "python -m autograder profile" in provenance
+    if "wavefronts" in main:
+        assert "A wavefront is" in provenance
+    elif "wavefront" in box:
+        assert "A wavefront is" in box, f"{step.name}: the box's wavefronts are not explained"
+
+
+def test_a_profile_table_names_its_rows_when_asked_for_one_it_does_not_have():
+    with pytest.raises(ValueError, match="the rows are time, dram"):
+        figures.profile_compare("03", main=("time", "sm"))
 
 
 @pytest.mark.parametrize("step", figures.GEMM_STEPS[1:], ids=lambda s: s.name)

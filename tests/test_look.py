@@ -53,6 +53,64 @@ def figure(tmp_path: Path, points: float, width_in: float = 3.0, say: bool = Tru
     return f"../_images/{name}"
 
 
+def book_page(tmp_path: Path, body: str, script: bool = True) -> Path:
+    """A page laid out as the book lays out a code cell's output, with the book's
+    stylesheet and (or, with script=False, without) its script for figures."""
+    html = tmp_path / "html"
+    static = html / "_static"
+    static.mkdir(parents=True, exist_ok=True)
+    for name in ("custom.css", "enlarge.js"):
+        shutil.copy(ROOT / "book" / "_static" / name, static / name)
+    head = "<link rel='stylesheet' href='../_static/custom.css'>"
+    if script:
+        head += "<script src='../_static/enlarge.js'></script>"
+    column = "<div class='bd-article' style='max-width: 676px'>"  # the book's column
+    page(tmp_path, f"{column}<div class='cell_output'>{body}</div></div>")
+    chapter = html / "book" / "chapter.html"
+    chapter.write_text(chapter.read_text().replace("<body>", f"<head>{head}</head><body>"))
+    return html
+
+
+def test_a_figure_wider_than_a_phone_is_shrunk_and_read_enlarged_by_a_tap(tmp_path):
+    import look
+
+    # 8 pt at 100 dpi: 11.1 px in a figure about 500 px wide, shrunk on a 390 px phone
+    # (to 8 px text), and shown whole again by a tap.
+    wide = f"<img src='{figure(tmp_path, 8, width_in=6.0)}'>"
+    problems, count = look.look_counted(book_page(tmp_path, wide), tmp_path / "shots")
+    assert problems == [], problems
+    assert "2 figures' text measured" in count and "1 of them shrunk" in count, count
+
+
+def test_a_shrunk_figure_that_does_not_enlarge_on_a_tap_is_reported(tmp_path):
+    import look
+
+    wide = f"<img src='{figure(tmp_path, 8, width_in=6.0)}'>"
+    html = book_page(tmp_path, wide, script=False)
+    problems = look.look(html, tmp_path / "shots")
+    assert any("phone" in p and "no line saying a tap enlarges it" in p for p in problems)
+    assert any("phone" in p and "a tap shows it at" in p for p in problems), problems
+    assert any("phone" in p and "small text" in p for p in problems), problems
+    assert not any("desktop" in p for p in problems), problems
+
+
+def test_a_figure_shrunk_on_the_desktop_is_reported_even_if_it_enlarges(tmp_path):
+    import look
+
+    # About 820 px wide: wider than the desktop's column (676 px) too.
+    huge = f"<img src='{figure(tmp_path, 8, width_in=10.0)}'>"
+    problems = look.look(book_page(tmp_path, huge), tmp_path / "shots")
+    assert any("desktop" in p and "draw it to fit the column" in p for p in problems), problems
+
+
+def test_a_figure_that_fits_with_a_line_saying_a_tap_enlarges_it_is_reported(tmp_path):
+    import look
+
+    body = f"<img src='{figure(tmp_path, 8)}'><span class='figure-hint'>Tap the figure</span>"
+    problems = look.look(book_page(tmp_path, body, script=False), tmp_path / "shots")
+    assert any("fits, yet a line says a tap enlarges it" in p for p in problems), problems
+
+
 def test_a_code_block_wider_than_the_column_is_reported(tmp_path):
     import look
 
