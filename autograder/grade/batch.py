@@ -39,8 +39,8 @@ from .submissions import Submission, find, students_folder
 # Workers per GPU, at most, and the CPU cores each keeps busy at its peak: itself,
 # the child running the kernel, then compute-sanitizer's memcheck and racecheck side
 # by side (though rarely all at once). On an H100 with 16 cores, a step-05 class of 40
-# unique submissions graded at 38.4 a minute with 4 workers, 40.9 with 6 and 39.1 to
-# 46.4 with 8 (2026-11-24); one worker graded 14.0.
+# unique submissions graded at 38.4 a minute with 4 workers, 40.9 with 6 and 37.2 to
+# 46.4 with 8 (median 40.3 of seven classes; 2026-11-24); one worker graded 14.0.
 MAX_WORKERS_PER_GPU = 8
 CORES_PER_WORKER = 2
 
