@@ -458,6 +458,10 @@ def test_every_gpu_grades_its_share_with_the_same_verdicts(tmp_path):
 
     gpus = visible_gpus("all")
     write_large_class(tmp_path / "class", 10)  # every kind, shared among the GPUs
+    # The attack on sharing a GPU: an endless loop that keeps the GPU busy for its
+    # whole time limit while the honest submissions beside it are checked and timed.
+    # Their timings wait for their turn alone, so they keep every point.
+    (tmp_path / "class" / "s010_hangs.cu").write_text(kernel_source("hangs"))
     out = tmp_path / "grades.csv"
     # Three workers on each GPU, whatever its cores: checks side by side, timings alone.
     result = grade(
