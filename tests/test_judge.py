@@ -3,13 +3,16 @@ a flood of output is capped and counted, a slow kernel is told it is slow, a
 stuck one that it may loop forever, and a grader that cannot start is the
 grader's fault, never the student's."""
 
+import contextlib
+
 import pytest
 from planted import planted
 from test_cold_start import slow_compiler
 
 from autograder import KernelSpec, judge
 from autograder.isolate.child import OUTPUT_KEPT, Hung
-from autograder.judge.checker import SMALL, Started
+from autograder.judge import job
+from autograder.judge.checker import SMALL, Ran, Skipped, Started
 from autograder.ladder import registry
 from autograder.run.kernel import from_source
 
@@ -65,3 +68,36 @@ def test_a_block_no_gpu_can_run_is_refused_before_running():
         "not run: the launch asks for 4194304 threads per block (block 2048x2048); "
         "this device runs at most 1024 per block"
     )
+
+
+def test_a_case_is_announced_in_the_turn_that_launches_it_and_its_device_work_ends_there():
+    """The parent's clock for a launch starts at Started: a wait for a turn on the GPU
+    (behind another process's timing) must come before it, not between it and the
+    launch; and a step's queued device work must not run on into a timing."""
+    log = []
+
+    class Turns:
+        @contextlib.contextmanager
+        def shared(self):
+            log.append("turn")
+            yield
+            log.append("end of turn")
+
+        def sync(self):
+            log.append("sync")
+
+    def events():
+        log.append("draw")
+        yield Started("17x17x17", 1)
+        log.append("launch")
+        yield Ran(0.1)
+        log.append("judge")
+        yield Skipped(SMALL[0], "stands in for the verdict", costs=False)
+
+    for event in job._in_turns(Turns(), events()):
+        log.append(f"sent {type(event).__name__}")
+    assert log == [
+        *("turn", "draw", "sent Started", "launch", "sync", "end of turn", "sent Ran"),
+        *("turn", "judge", "sync", "end of turn", "sent Skipped"),
+        *("turn", "sync", "end of turn"),
+    ]

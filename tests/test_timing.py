@@ -148,9 +148,6 @@ class HotBackend(Backend):
 
 
 def test_a_gpu_that_throttled_while_timing_is_the_graders_fault_however_steady():
-    def exact(M, N, K, alpha, A, B, beta, C):
-        C[...] = alpha * (A.astype(np.float64) @ B.astype(np.float64))
-
     timed = timing.measure(HotBackend(), {"yours": exact, "reference": exact}, (64, 48, 32), 1)
     assert not timed["yours"].wrong and len(timed["reference"].seconds) == timing.REPEATS
     hot = "the GPU's SMs ran at 700 MHz"
@@ -163,6 +160,42 @@ def test_a_gpu_that_throttled_while_timing_is_the_graders_fault_however_steady()
         measurement.throttled, measurement.seconds = "", [1e-5] * timing.REPEATS
     speed = verdicts.judge_speed(outcome, registry.step("05"), verdicts.grading_config())
     assert "GFLOP/s at 64x48x32" in speed.message
+
+
+class JumpyBackend(Backend):
+    """The host's numpy, on a device whose reference launches are slowed at random
+    (another process starting on it) in the first `jumpy` timings of a pair."""
+
+    def __init__(self, jumpy: int):
+        super().__init__("gpu", "a shared GPU", "Shared GPU", np, lambda: None, ())
+        self.jumpy, self.calls = jumpy, 0
+
+    def time_once(self, run) -> float:
+        run()
+        pair = self.calls // (2 * (timing.WARMUP + timing.REPEATS))
+        reference = self.calls % 2  # yours, then the reference, launch for launch
+        self.calls += 1
+        return 2e-3 if reference and pair < self.jumpy and self.calls % 4 == 0 else 1e-3
+
+
+def exact(M, N, K, alpha, A, B, beta, C):
+    C[...] = alpha * (A.astype(np.float64) @ B.astype(np.float64))
+
+
+def test_a_pair_whose_reference_was_too_noisy_is_timed_again_and_says_so():
+    kernels, size = {"yours": exact, "reference": exact}, (64, 48, 32)
+    timed = timing.measure(JumpyBackend(jumpy=1), kernels, size, 1)
+    assert timed["reference"].tries == timed["yours"].tries == 2
+    assert timed["reference"].seconds == [1e-3] * timing.REPEATS  # the second try's
+    outcome = judge.Outcome(checker.Report("k", "gpu", 1), [timed])
+    speed = verdicts.judge_speed(outcome, registry.step("05"), verdicts.grading_config())
+    assert "timed 2 times: before, the reference's launches were too noisy" in speed.message
+    # A GPU that stays noisy is the grader's fault, after TRIES tries.
+    timed = timing.measure(JumpyBackend(jumpy=timing.TRIES), kernels, size, 1)
+    assert timed["reference"].tries == timing.TRIES
+    outcome.measurements = [timed]
+    with pytest.raises(judge.GraderFault, match=f"the last of {timing.TRIES} tries: this GPU"):
+        verdicts.judge_speed(outcome, registry.step("05"), verdicts.grading_config())
 
 
 def loosest_products(rng):

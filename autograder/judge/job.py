@@ -196,9 +196,7 @@ def _serve(conn, job: Job, scratch) -> None:
                     job.spec.input_roundoff,
                     mapping.clues_for(spec),
                 )
-                # A turn on the GPU per step of the checker (drawing a case, running it,
-                # judging it), beside other checks: a timing waits for one step at most.
-                while (event := _in_turn(backend.shared, events)) is not None:
+                for event in _in_turns(backend, events):
                     if isinstance(event, CaseResult) and stage.every_term:
                         event = replace(event, under=every_term_label(job.spec))
                     right &= not isinstance(event, CaseResult) or event.ok
@@ -225,10 +223,23 @@ def _serve(conn, job: Job, scratch) -> None:
     send(Done())
 
 
-def _in_turn(turn, events):
-    """The next of events, computed in a turn on the device; None after the last."""
-    with turn():
-        return next(events, None)
+def _in_turns(backend, events):
+    """The checker's events, computed in shared turns on the device, beside other checks:
+    a turn per step (drawing a case and launching it; judging it), so that a timing
+    waits for one step at most. A case is announced (Started) in the turn that launches
+    it: the parent's clock for the launch starts there, and a wait for a turn is not
+    the kernel's time. Each step's device work ends inside its turn: drawing inputs
+    queues work that would otherwise run on into a timing that starts next."""
+    while True:
+        with backend.shared():
+            event = next(events, None)
+            while isinstance(event, Started):
+                yield event  # to be sent at once: its launch follows, in this turn
+                event = next(events, None)
+            backend.sync()
+        if event is None:
+            return
+        yield event
 
 
 # Every class a child of this module may send (child.Child refuses anything else).

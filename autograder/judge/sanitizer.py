@@ -34,6 +34,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..isolate import isolation
 from ..run import cuda_tools, gpu_lock
 from ..run.kernel import KernelSpec
 from .checker import ALPHA, BETA, Shape
@@ -119,7 +120,7 @@ def _start(tool: str, spec: KernelSpec, shape: Shape, work: Path, executable: st
         stdout=subprocess.DEVNULL,  # the kernel's printf: the cases have shown it
         stderr=subprocess.DEVNULL,
         cwd=work,
-        env=cuda_tools.environment(),
+        env={**cuda_tools.environment(), **isolation.SINGLE_THREADED},
     )
 
 

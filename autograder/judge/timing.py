@@ -51,6 +51,7 @@ from .checker import ALPHA, SENTINEL, elementwise_tolerance, tolerance_factor
 WARMUP, REPEATS = 2, 20
 PROBES = 8  # columns of Freivalds' X: each one is an independent chance to catch a wrong row
 SAMPLED = 16  # rows, and columns, of C that each verified launch compares element by element
+TRIES = 3  # timings of the same kernels, at most, while the reference's are too noisy
 
 
 def gflops(M: int, N: int, K: int, seconds: float) -> float:
@@ -75,6 +76,7 @@ class Measurement:
     seconds: list[float] = field(default_factory=list)  # each verified timed launch
     wrong: str = ""  # why a launch's output was rejected; then no speed counts
     throttled: str = ""  # why the GPU's clock says these times are not the kernel's
+    tries: int = 1  # how many times these kernels were timed: the last counts (measure)
 
     @property
     def gflops(self) -> float:
@@ -213,11 +215,33 @@ def measure(
 ) -> dict[str, Measurement]:
     """Time each launch(M, N, K, alpha, A, B, beta, C) of `launches` by the protocol
     above, on `backend` (autograder.run.backends), taking turns. announce() is told
-    before each launch (the caller's clock for a hang starts there)."""
+    before each launch (the caller's clock for a hang starts there).
+
+    Where the launches named "reference" (the course's own kernel) come out too noisy
+    to decide (Samples.noisy: one launch slowed by another process's start on the GPU
+    is enough), every kernel is timed again on fresh inputs, TRIES times in all; the
+    last try counts, and its Measurement says how many there were."""
+    device_rng = backend.xp.random.default_rng(seed)
+    host_rng = np.random.default_rng(seed)
+    for tries in range(1, TRIES + 1):
+        results = _measure_once(
+            backend, launches, size, device_rng, host_rng, announce, repeats, input_roundoff
+        )
+        reference = results.get("reference")
+        if not reference or not Samples(reference.seconds).noisy:
+            break
+        if any(result.wrong or result.throttled for result in results.values()):
+            break  # a verdict that timing again cannot change
+    for result in results.values():
+        result.tries = tries
+    return results
+
+
+def _measure_once(
+    backend, launches, size, device_rng, host_rng, announce, repeats, input_roundoff
+) -> dict[str, Measurement]:
     xp = backend.xp
     M, N, K = size
-    device_rng = xp.random.default_rng(seed)
-    host_rng = np.random.default_rng(seed)
     C = xp.empty((M, N), dtype=xp.float32)
     results = {name: Measurement(name, size) for name in launches}
     backend.throttled()  # the clock readings of these launches only

@@ -99,10 +99,13 @@ def judge_speed(outcome, step: registry.Step, config: dict) -> Speed:
         # A submission's own noise is its own: its median counts as it is.
         steady = Samples(timed["reference"].seconds)
         if steady.noisy:
+            tries = timed["reference"].tries
             raise GraderFault(
                 f"the reference kernel's {len(steady.seconds)} timed launches varied by "
-                f"{steady.noise:.0%} (standard deviation over mean): this GPU is too noisy "
-                "to decide (throttling, or another process on it); grade again on a quiet GPU"
+                f"{steady.noise:.0%} (standard deviation over mean)"
+                f"{f', the last of {tries} tries' if tries > 1 else ''}: this GPU is too "
+                "noisy to decide (throttling, or another process on it); grade again on a "
+                "quiet GPU"
             )
     yours = sorted(t["yours"].gflops for t in timings)
     reference = statistics.median(t["reference"].gflops for t in timings)
@@ -120,6 +123,8 @@ def judge_speed(outcome, step: registry.Step, config: dict) -> Speed:
     relation = "at least" if gflops >= minimum else "the minimum is"
     launches = timings[0]["yours"].seconds
     how = f"median of {len(launches)} verified launches on fresh inputs"
+    if (tries := timings[0]["yours"].tries) > 1:
+        how += f", timed {tries} times: before, the reference's launches were too noisy"
     if len(timings) > 1:
         how = (
             f"the median of {len(timings)} timings, which ranged {yours[0]:.0f} to {yours[-1]:.0f}"
