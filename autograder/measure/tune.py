@@ -38,7 +38,7 @@ from ..isolate.child import Child, Died, Hung
 from ..judge.timing import gflops, median_seconds
 from ..ladder import hardware
 from ..ladder.registry import STEPS, Step
-from ..run import compiler, gpu
+from ..run import compiler, gpu, gpu_lock
 from ..run.compiler import CompileError
 from ..run.device_clock import Throttled
 from ..run.kernel import KernelSpec
@@ -208,7 +208,9 @@ def _time_child(conn, specs: list[KernelSpec], size: tuple[int, int, int], seed:
     B = rng.standard_normal((K, N), dtype=cupy.float32)
     C = cupy.zeros((M, N), dtype=cupy.float32)
     clock, boost = DeviceClock(), gpu.device_info().clock_mhz
-    cublas = median_seconds(partial(cupy.matmul, A, B, out=C), clock.time)
+    here = gpu_lock.identity()
+    with gpu_lock.alone(here):  # nothing of a `grade` on this GPU beside the samples
+        cublas = median_seconds(partial(cupy.matmul, A, B, out=C), clock.time)
     try:
         clock.require_steady(boost, "cuBLAS")
     except Throttled as e:
@@ -226,7 +228,8 @@ def _time_child(conn, specs: list[KernelSpec], size: tuple[int, int, int], seed:
             if wrong:
                 conn.send(_Settled(i, "wrong", f"{wrong.label}: {wrong.message}"))
                 continue
-            seconds = median_seconds(partial(launch, M, N, K, 1.0, A, B, 0.0, C), clock.time)
+            with gpu_lock.alone(here):
+                seconds = median_seconds(partial(launch, M, N, K, 1.0, A, B, 0.0, C), clock.time)
             clock.require_steady(boost, spec.name_expression)
         except Throttled as e:  # a hot GPU: no timing from here on says anything
             return conn.send(_Throttled(str(e)))

@@ -7,7 +7,8 @@ checked on one GPU at once, and each timing waits until it has the GPU alone:
 
 - `shared()` around work whose result does not depend on speed (a case of the
   checker, a compute-sanitizer run);
-- `alone()` around a timing (both kernels of it, their inputs and their checks).
+- `alone()` around a timing (both kernels of it, their inputs and their checks),
+  and around each shape's samples in `bench` and each candidate's in `tune`.
 
 The turns are kept with flock(2) on files named after the GPU's PCI bus id, so they
 hold between any processes of the machine (the workers of one `grade`, two `grade`
