@@ -105,19 +105,23 @@ def test_the_lock_folder_is_everyones(tmp_path):
 
 
 @pytest.mark.gpu
-def test_a_graded_timing_waits_while_another_process_checks_on_its_gpu(monkeypatch):
-    """A job that only times (step 05 beside its reference) while this process holds a
-    shared turn on the same GPU, as another worker's check would: its timing begins
-    only when the turn is given back."""
+@pytest.mark.parametrize("alone", [False, True], ids=["a timing", "a job run alone"])
+def test_a_graded_timing_waits_while_another_process_checks_on_its_gpu(monkeypatch, alone):
+    """A job that times step 05 beside its reference (and, run alone as a crash's second
+    run is, checks it first) while this process holds a shared turn on the same GPU,
+    as another worker's check would: its timing begins only when the turn is given
+    back, and a job holding the GPU alone takes no turn inside its own."""
     import numpy as np
 
     from autograder import KernelSpec
-    from autograder.judge import job
+    from autograder.judge import checker, job
     from autograder.ladder import registry
 
     held_s = 6.0
     spec = KernelSpec.from_step(registry.step("05"))
-    timed = job.Job(spec, "gpu", (job.Time((512, 512, 512), spec),), seed=1)
+    stages = (job.Check(checker.SMALL[:3]),) if alone else ()
+    stages += (job.Time((512, 512, 512), spec),)
+    timed = job.Job(spec, "gpu", stages, seed=1, alone=alone)
     # The machine's own turns: the job's child, started afresh, takes its turn there.
     monkeypatch.setattr(gpu_lock, "LOCK_DIR", MACHINES_LOCKS)
     given_back = []
@@ -134,5 +138,7 @@ def test_a_graded_timing_waits_while_another_process_checks_on_its_gpu(monkeypat
     finished = time.monotonic()
     holder.join()
     assert outcome.measurements and not outcome.report.error, outcome.report.error
+    assert all(case.ok for case in outcome.report.cases)
+    assert len(outcome.report.cases) == (6 if alone else 0)
     assert np.isfinite(outcome.measurements[0]["yours"].gflops)
     assert finished > given_back[0] >= started + held_s, (started, given_back, finished)

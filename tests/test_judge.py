@@ -12,7 +12,7 @@ from test_cold_start import slow_compiler
 from autograder import KernelSpec, judge
 from autograder.isolate.child import OUTPUT_KEPT, Hung
 from autograder.judge import job
-from autograder.judge.checker import SMALL, Ran, Skipped, Started
+from autograder.judge.checker import SMALL, CaseResult, Ran, Skipped, Started
 from autograder.ladder import registry
 from autograder.run.kernel import from_source
 
@@ -94,10 +94,42 @@ def test_a_case_is_announced_in_the_turn_that_launches_it_and_its_device_work_en
         log.append("judge")
         yield Skipped(SMALL[0], "stands in for the verdict", costs=False)
 
-    for event in job._in_turns(Turns(), events()):
+    turns = Turns()
+    for event in job._in_turns(turns.shared, turns.sync, events()):
         log.append(f"sent {type(event).__name__}")
     assert log == [
         *("turn", "draw", "sent Started", "launch", "sync", "end of turn", "sent Ran"),
         *("turn", "judge", "sync", "end of turn", "sent Skipped"),
         *("turn", "sync", "end of turn"),
     ]
+
+
+@pytest.mark.parametrize("crashes_alone", [False, True])
+def test_a_crash_on_a_shared_gpu_counts_only_if_it_happens_again_with_the_gpu_alone(
+    monkeypatch, crashes_alone
+):
+    """Another process's fault can end a correct kernel's launch on a shared GPU: the
+    job runs again, alone, and that run's verdicts count, saying why."""
+    runs = []
+
+    def child(the_job, timeout, outcome, scratch):
+        runs.append(the_job.alone)
+        if the_job.alone and not crashes_alone:
+            outcome.report.cases.append(CaseResult(SMALL[0], 0.0, True))
+        else:
+            outcome.report.error = "at 4095x4097x4093: cudaErrorLaunchFailure"
+            outcome.crashed = True
+        return ""
+
+    monkeypatch.setattr(job, "_run_child", child)
+    monkeypatch.setattr(job.gpu, "require", lambda doing: None)
+    spec = KernelSpec.from_step(registry.step("05"))
+    report = job.run(job.Job(spec, "gpu", (job.Check((SMALL[0],)),), seed=1)).report
+    assert runs == [False, True]
+    assert report.ok != crashes_alone
+    assert "second run, with the GPU to itself" in report.notes[0]
+    assert "the first run stopped (at 4095x4097x4093: cudaErrorLaunchFailure)" in report.notes[0]
+    # On the CPU nothing is shared: a crash there is the kernel's at once.
+    runs.clear()
+    report = job.run(job.Job(spec, "cpu", (job.Check((SMALL[0],)),), seed=1)).report
+    assert runs == [False] and not report.ok

@@ -19,6 +19,7 @@ parent holds each phase to its own time limit:
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import traceback
 from dataclasses import dataclass, field, replace
@@ -105,6 +106,7 @@ class Job:
     backend: str  # "gpu" or "cpu"
     stages: tuple[Check | Time, ...]
     seed: int
+    alone: bool = False  # every stage in one turn with the device to itself (see run)
 
 
 # ---- what the child says -------------------------------------------------------------------
@@ -179,43 +181,14 @@ def _serve(conn, job: Job, scratch) -> None:
     except Exception:
         return send(Broke(traceback.format_exc(limit=4)))
     send(Ready(backend.device, backend.device_name, backend.peak_gflops, backend.confinement))
-    right = True
+    # Turns on the device: a check's steps beside other checks, a timing alone; or,
+    # for a job that runs alone, one turn alone around everything.
+    whole, check_turn, timing_turn = contextlib.nullcontext, backend.shared, backend.alone
+    if job.alone:
+        whole, check_turn, timing_turn = backend.alone, _no_turn, _no_turn
     try:
-        for index, stage in enumerate(job.stages):
-            # Each stage its own inputs: no timing sees what an earlier one saw.
-            seed = int(np.random.SeedSequence([job.seed, index]).generate_state(1)[0])
-            if isinstance(stage, Check):
-                spec = job.spec.every_term if stage.every_term else job.spec
-                events = checker.iter_suite(
-                    backend.xp,
-                    launches[spec] if stage.every_term else launch,
-                    stage.shapes,
-                    seed,
-                    backend.sync,
-                    checker.BUDGETS[backend.name],
-                    job.spec.input_roundoff,
-                    mapping.clues_for(spec),
-                )
-                for event in _in_turns(backend, events):
-                    if isinstance(event, CaseResult) and stage.every_term:
-                        event = replace(event, under=every_term_label(job.spec))
-                    right &= not isinstance(event, CaseResult) or event.ok
-                    send(event)
-            elif right:
-                kernels = {"yours": launch}
-                if stage.reference:
-                    kernels["reference"] = launches[stage.reference]
-                with backend.alone():
-                    results = timing.measure(
-                        backend,
-                        kernels,
-                        stage.size,
-                        seed,
-                        send,
-                        stage.repeats,
-                        job.spec.input_roundoff,
-                    )
-                send(Measured(results))
+        with whole():
+            _run_stages(job, backend, launch, launches, send, check_turn, timing_turn)
     except backend.crashes as e:
         return send(Crashed(explain_cuda_error(e)))
     except Exception:
@@ -223,20 +196,62 @@ def _serve(conn, job: Job, scratch) -> None:
     send(Done())
 
 
-def _in_turns(backend, events):
-    """The checker's events, computed in shared turns on the device, beside other checks:
-    a turn per step (drawing a case and launching it; judging it), so that a timing
-    waits for one step at most. A case is announced (Started) in the turn that launches
-    it: the parent's clock for the launch starts there, and a wait for a turn is not
-    the kernel's time. Each step's device work ends inside its turn: drawing inputs
-    queues work that would otherwise run on into a timing that starts next."""
+def _run_stages(job: Job, backend, launch, launches, send, check_turn, timing_turn) -> None:
+    right = True
+    for index, stage in enumerate(job.stages):
+        # Each stage its own inputs: no timing sees what an earlier one saw.
+        seed = int(np.random.SeedSequence([job.seed, index]).generate_state(1)[0])
+        if isinstance(stage, Check):
+            spec = job.spec.every_term if stage.every_term else job.spec
+            events = checker.iter_suite(
+                backend.xp,
+                launches[spec] if stage.every_term else launch,
+                stage.shapes,
+                seed,
+                backend.sync,
+                checker.BUDGETS[backend.name],
+                job.spec.input_roundoff,
+                mapping.clues_for(spec),
+            )
+            for event in _in_turns(check_turn, backend.sync, events):
+                if isinstance(event, CaseResult) and stage.every_term:
+                    event = replace(event, under=every_term_label(job.spec))
+                right &= not isinstance(event, CaseResult) or event.ok
+                send(event)
+        elif right:
+            kernels = {"yours": launch}
+            if stage.reference:
+                kernels["reference"] = launches[stage.reference]
+            with timing_turn():
+                results = timing.measure(
+                    backend,
+                    kernels,
+                    stage.size,
+                    seed,
+                    send,
+                    stage.repeats,
+                    job.spec.input_roundoff,
+                )
+            send(Measured(results))
+
+
+_no_turn = contextlib.nullcontext  # inside a turn that the whole job holds
+
+
+def _in_turns(turn, sync, events):
+    """The checker's events, computed in turns on the device (shared ones, beside other
+    checks): a turn per step (drawing a case and launching it; judging it), so that a
+    timing waits for one step at most. A case is announced (Started) in the turn that
+    launches it: the parent's clock for the launch starts there, and a wait for a turn
+    is not the kernel's time. Each step's device work ends inside its turn: drawing
+    inputs queues work that would otherwise run on into a timing that starts next."""
     while True:
-        with backend.shared():
+        with turn():
             event = next(events, None)
             while isinstance(event, Started):
                 yield event  # to be sent at once: its launch follows, in this turn
                 event = next(events, None)
-            backend.sync()
+            sync()
         if event is None:
             return
         yield event
@@ -258,6 +273,7 @@ class Outcome:
     measurements: list[dict[str, timing.Measurement]] = field(default_factory=list)
     device_name: str = ""
     peak_gflops: float | None = None
+    crashed: bool = False  # the kernel crashed in a case (not in a timing)
 
 
 def run(job: Job, case_timeout_s: float = CASE_TIMEOUT_S) -> Outcome:
@@ -274,6 +290,21 @@ def run(job: Job, case_timeout_s: float = CASE_TIMEOUT_S) -> Outcome:
     outcome = Outcome(report)
     with isolation.scratch() as scratch:
         printed = [_run_child(job, case_timeout_s, outcome, scratch)]
+        if outcome.crashed and job.backend == "gpu":
+            # Processes that share a GPU share its faults: on an H100 graded with 8
+            # workers, a correct kernel "crashed" (cudaErrorLaunchFailure) at
+            # 4095x4097x4093, and faulting kernels looped in other processes left that
+            # GPU needing a reset. So a crash in a case is the kernel's only if it happens
+            # again with the GPU to itself: the job runs once more, alone, in a fresh
+            # child, and that run's verdicts are the ones that count.
+            first = report.error
+            report = replace(report, cases=[], skipped=[], error="", notes=[])
+            outcome = Outcome(report)
+            printed.append(_run_child(replace(job, alone=True), case_timeout_s, outcome, scratch))
+            report.notes.append(
+                f"the first run stopped ({first}) while other processes shared the GPU; "
+                "these verdicts are from a second run, with the GPU to itself"
+            )
         if stopped_while_timed(report):
             # A kernel that hangs or crashes only when timed loses its speed points,
             # and nothing else: the checks after the timing run in a fresh child.
@@ -347,6 +378,7 @@ def _run_child(job: Job, case_timeout_s: float, outcome: Outcome, scratch) -> st
                 # A timed launch's fault surfaces when its output is checked: it is the
                 # timing's, not the judging's.
                 report.error = f"{_doing(started, timed or doing)}: {message.why}"
+                outcome.crashed = timed is None
                 break
             elif isinstance(message, Refused):
                 report.error = f"not run: {message.why}"
