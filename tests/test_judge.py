@@ -133,3 +133,21 @@ def test_a_crash_on_a_shared_gpu_counts_only_if_it_happens_again_with_the_gpu_al
     runs.clear()
     report = job.run(job.Job(spec, "cpu", (job.Check((SMALL[0],)),), seed=1)).report
     assert runs == [False] and not report.ok
+
+
+# Reads 256 GB past the start of A: no GPU has memory mapped there, so every launch faults.
+WILD_READ = planted(
+    "02",
+    "acc += A[row * K + k] * B[k * N + col];",
+    "acc += A[row * K + k + (1ll << 36)] * B[k * N + col];",
+)
+
+
+@pytest.mark.gpu
+def test_a_kernel_that_crashes_with_the_gpu_to_itself_too_keeps_its_crash():
+    """The second run of a crash (see the CPU test above) gives back nothing to a kernel
+    that really crashes: it crashes again, alone, and says so. (An honest job run alone
+    keeps its points: test_gpu_lock.)"""
+    report = job.run(job.Job(WILD_READ, "gpu", (job.Check(SMALL[:2]),), seed=1)).report
+    assert not report.ok and "cudaErrorIllegalAddress" in report.error, report.error
+    assert "these verdicts are from a second run, with the GPU to itself" in report.notes[0]
