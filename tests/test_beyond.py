@@ -161,3 +161,28 @@ def test_tf32_kernel_fails_the_fp32_tolerance():
     strict = replace(KernelSpec.from_step(step), input_roundoff=0.0)
     report = judge.check(strict, shapes=checker.MEDIUM)
     assert report.failures and not report.error, str(report)
+
+
+@pytest.mark.gpu
+def test_a_tf32_step_is_benched_beside_cublas_with_tf32_and_strict_cublas_stays_strict():
+    """bench times step 11 against cuBLAS with TF32 on, in the same run; switching
+    cuBLAS to TF32 for those samples must not leak into the strict FP32 baseline."""
+    step = registry.step("11")
+    if reason := _newer_gpu_than(step):
+        pytest.skip(reason)
+    import cupy
+
+    from autograder.measure import bench
+
+    rows = bench.bench({step.name: KernelSpec.from_step(step)}, ["512x384x1024"], progress=False)
+    assert [r.kernel for r in rows] == [step.name, bench.CUBLAS_TF32]
+    assert len({r.cublas_gflops for r in rows}) == 1  # one strict cuBLAS run beside both
+    rng = np.random.default_rng(0)
+    A, B = (rng.standard_normal(s, dtype=np.float32) for s in ((512, 1024), (1024, 384)))
+    exact = A.astype(np.float64) @ B.astype(np.float64)
+    scale = np.abs(A).astype(np.float64) @ np.abs(B).astype(np.float64)
+    fp32 = checker.tolerance_factor(1024)
+    strict = cupy.matmul(cupy.asarray(A), cupy.asarray(B)).get()
+    tf32 = gpu.matmul_tf32(cupy.asarray(A), cupy.asarray(B), cupy.empty((512, 384), cupy.float32))
+    assert (np.abs(strict - exact) <= fp32 * scale).all()  # still strict FP32
+    assert not (np.abs(tf32.get() - exact) <= fp32 * scale).all()  # TF32 really was on

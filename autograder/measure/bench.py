@@ -11,8 +11,11 @@ never published: bench stops and says so. Each kernel's output is verified
 no wrong kernel gets a number. cuBLAS is CuPy's matmul
 with TF32 off (strict FP32, see gpu.py). Every "% of cuBLAS" is computed from the
 cuBLAS figure of the same run at the same shape, which is the one the tables print
-beside it. Results carry the GPU, date and versions, and merge into
-book/data/bench_<gpu>.csv, from which the book draws its plots.
+beside it. A TF32 step is also timed against the library a reader would use instead:
+cuBLAS with TF32 on (CUBLAS_TF32), sampled in the same round robin, its row's "% of
+cuBLAS" against the same strict FP32 figure. Results carry the GPU, date and
+versions, and merge into book/data/bench_<gpu>.csv, from which the book draws its
+plots.
 """
 
 from __future__ import annotations
@@ -34,6 +37,9 @@ from ..run import gpu, gpu_lock
 from ..run.kernel import KernelSpec
 from . import typed_csv
 
+# The row of cuBLAS with TF32 tensor cores, beside any step that rounds its inputs to
+# TF32 (step 11): its GFLOP/s is what that step is compared with.
+CUBLAS_TF32 = "cuBLAS_TF32"
 DEFAULT_SIZES = ("1024", "2048", "4096", "1001x777x513", "4095x4097x4093")
 # The published sweep (`bench --sweep`): how far one kernel goes beyond large squares.
 # Each class is where one tile shape runs short: too few tiles for the SMs (small,
@@ -100,6 +106,8 @@ def bench(specs: dict[str, KernelSpec], sizes=DEFAULT_SIZES, progress=True) -> l
 
     info = gpu.device_info()
     clock, here = DeviceClock(), gpu_lock.identity()
+    rounding = {spec.input_roundoff for spec in specs.values()} - {0.0}
+    tf32 = bool(rounding)
     today = datetime.date.today().isoformat()
     # Step 09 as the dispatcher chooses, not split on every shape as it is graded.
     launches = {
@@ -119,18 +127,27 @@ def bench(specs: dict[str, KernelSpec], sizes=DEFAULT_SIZES, progress=True) -> l
             name: partial(launch, M, N, K, ALPHA, A, B, 0.0, out[name])
             for name, launch in launches.items()
         }
+        if tf32:
+            out[CUBLAS_TF32] = cupy.full((M, N), SENTINEL, dtype=cupy.float32)
+            runs[CUBLAS_TF32] = partial(gpu.matmul_tf32, A, B, out[CUBLAS_TF32])
         with gpu_lock.alone(here):  # nothing of a `grade` on this GPU beside the samples
             samples = sample(runs, clock.time)
         try:
             clock.require_steady(info.clock_mhz, f"at {M}x{N}x{K}")
         except Throttled as e:
             raise Noisy(f"{e}: not published; run again on a cool, idle GPU") from e
-        verifiers = {}  # by how far a step rounds its inputs (TF32: step 11)
-        for name, spec in specs.items():
-            roundoff = spec.input_roundoff
-            if roundoff not in verifiers:
-                verifiers[roundoff] = Verifier(cupy, A, B, ALPHA, roundoff, np.random.default_rng())
-            wrong = verifiers[roundoff].problem(cupy, out[name])
+        # Each output against what its launch computed: the kernels alpha A B, cuBLAS
+        # A B (matmul has no alpha); by how far a launch rounds its inputs (TF32).
+        expected = {name: (ALPHA, spec.input_roundoff) for name, spec in specs.items()}
+        if tf32:
+            expected[CUBLAS_TF32] = (1.0, max(rounding))
+        verifiers = {}
+        for name, (alpha, roundoff) in expected.items():
+            if (alpha, roundoff) not in verifiers:
+                verifiers[alpha, roundoff] = Verifier(
+                    cupy, A, B, alpha, roundoff, np.random.default_rng()
+                )
+            wrong = verifiers[alpha, roundoff].problem(cupy, out[name])
             if wrong:
                 raise RuntimeError(f"{name} computed a wrong product at {M}x{N}x{K}: {wrong}")
         noisy = [f"{name} ({taken.error:.1%})" for name, taken in samples.items() if taken.noisy]
@@ -141,7 +158,7 @@ def bench(specs: dict[str, KernelSpec], sizes=DEFAULT_SIZES, progress=True) -> l
                 "not published; run again on a quiet GPU"
             )
         cublas = samples["cuBLAS"]
-        for name in launches:
+        for name in [*launches, *([CUBLAS_TF32] if tf32 else [])]:
             taken = samples[name]
             rate = gflops(M, N, K, taken.median)
             rows.append(

@@ -35,6 +35,12 @@ def require(what: str) -> None:
 
 # FP32 lanes per SM by compute capability (CUDA C Programming Guide, throughput table).
 _FP32_LANES = {(6, 0): 64, (7, 0): 64, (7, 2): 64, (7, 5): 64, (8, 0): 64}
+# Dense TF32 tensor-core FLOP per SM per clock, where one figure holds for every GPU
+# of a compute capability: NVIDIA's datasheet peaks over SMs and the clock they are
+# quoted at (A100: 156 TFLOP/s = 108 SMs x 1024 x 1.41 GHz; H100 SXM: 495 = 132 x 2048
+# x 1.83 GHz). Consumer parts of 8.6 and 8.9 run at half the data-center rate of their
+# own compute capability, so those have none here.
+_TF32_FLOPS_PER_SM_CLOCK = {(8, 0): 1024, (9, 0): 2048}
 
 
 @dataclass(frozen=True)
@@ -54,6 +60,30 @@ class DeviceInfo:
     def fp32_peak_gflops(self) -> float:
         lanes = _FP32_LANES.get(self.compute_capability, 128)
         return self.sms * lanes * 2 * self.clock_mhz / 1e3
+
+
+def tf32_per_fp32(compute_capability: tuple[int, int]) -> float | None:
+    """How many times its FP32 peak a GPU's dense TF32 tensor-core peak is (8 on an A100
+    and an H100: an H100 SXM's 67 TFLOP/s at its 1980 MHz boost clock make 535 of TF32,
+    where NVIDIA quotes 495, at 1830 MHz); None where the course does not know it."""
+    rate = _TF32_FLOPS_PER_SM_CLOCK.get(compute_capability)
+    return rate / (2 * _FP32_LANES.get(compute_capability, 128)) if rate else None
+
+
+def matmul_tf32(A, B, out):
+    """out = A @ B by cuBLAS with TF32 tensor cores (CUBLAS_COMPUTE_32F_FAST_TF32): the
+    library a reader would use instead of a TF32 kernel. CuPy keeps one compute type per
+    dtype, strict FP32 for float32 here (CUPY_TF32 above); it is set to TF32 for this
+    call only."""
+    import cupy
+    from cupy._core import _routines_linalg as linalg
+
+    before = linalg.get_compute_type(cupy.float32)
+    linalg.set_compute_type(cupy.float32, linalg.COMPUTE_TYPE_TF32)
+    try:
+        return cupy.matmul(A, B, out=out)
+    finally:
+        linalg.set_compute_type(cupy.float32, before)
 
 
 def slug(name: str) -> str:
