@@ -14,6 +14,7 @@ from IPython.display import Markdown
 from autograder.course import explorers, pictures
 from autograder.ladder import registry
 from autograder.measure import bench
+from autograder.run import gpu
 
 DATA = Path(__file__).resolve().parent / "data"
 LARGEST = (4096, 4096, 4096)
@@ -1276,17 +1277,66 @@ def grid_fill(step_ids, sizes, gpu_name: str = "H100 SXM") -> Markdown:
 # ---- the accuracy of TF32: book/data/tf32_accuracy_<gpu>.txt ----
 
 
-def tf32_errors(gpu: str = TUNED_ON) -> dict[str, tuple[float, float]]:
-    """(max e, median e) of each result in the committed accuracy run, by its name."""
+def tf32_errors(gpu: str = TUNED_ON) -> dict[str, tuple[float, ...]]:
+    """(max e, median e, max e / u32, max e / u, median e / u, relative norm error) of each
+    result in the committed accuracy run, by its name."""
     import re
 
     text = (DATA / f"tf32_accuracy_{gpu}.txt").read_text()
+    number = r"\s+(\d+\.?\d*(?:e-\d+)?)"
     found = {}
     for line in text.splitlines():
-        m = re.match(r"(.+?)\s+(\d\.\d+e-\d+)\s+(\d\.\d+e-\d+)\s", line)
+        m = re.match(r"(.+?)" + number * 6 + r"\s*$", line)
         if m:
-            found[m.group(1).strip()] = (float(m.group(2)), float(m.group(3)))
+            found[m.group(1).strip()] = tuple(float(v) for v in m.groups()[1:])
     return found
+
+
+def tf32_accuracy_table(gpu: str = TUNED_ON) -> Markdown:
+    """The committed accuracy run as a table (book/tf32_accuracy.py wrote it as text)."""
+    head = (DATA / f"tf32_accuracy_{gpu}.txt").read_text().splitlines()[0]
+    lines = [
+        "| result | max e | median e | max e in FP32 units (2⁻²⁴) | max e in TF32 units (2⁻¹¹) "
+        "| ‖C − exact‖ / ‖exact‖ |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for name, (emax, emed, in_u32, in_u, _, rel) in tf32_errors(gpu).items():
+        lines.append(
+            f"| {name} | {emax:.2e} | {emed:.2e} | {in_u32:.1f} | {in_u:.3f} | {rel:.2e} |"
+        )
+    return Markdown(
+        "e = |C − exact| / (|A||B|), element by element, against a float64 product; "
+        f"{head} (`book/tf32_accuracy.py`).\n\n" + "\n".join(lines)
+    )
+
+
+def tf32_table() -> Markdown:
+    """Step 11 beside cuBLAS with TF32 and strict cuBLAS, all timed in one run
+    (book/data/beyond_*.csv): each percentage computed from the figures in its row."""
+    rows = beyond_results()
+    eleven = [r for r in rows if r.kernel == _kernel("11")]
+    library = {(r.M, r.N, r.K): r for r in rows if r.kernel == bench.CUBLAS_TF32}
+    # The committed run's GPU is an H100 (compute capability 9.0).
+    tf32_peak_pct = 1 / gpu.tf32_per_fp32((9, 0))
+    lines = [
+        "| M×N×K | 11, GFLOP/s | cuBLAS TF32, GFLOP/s | 11, % of cuBLAS TF32 "
+        "| 11, % of the TF32 peak | cuBLAS strict FP32, GFLOP/s | 11 ÷ strict FP32 |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in sorted(eleven, key=lambda r: r.M * r.N * r.K):
+        lib = library[r.M, r.N, r.K]
+        lines.append(
+            f"| {r.M}×{r.N}×{r.K} | {r.gflops:.0f} | {lib.gflops:.0f} "
+            f"| {100 * r.gflops / lib.gflops:.1f}% | {r.pct_peak * tf32_peak_pct:.1f}% "
+            f"| {r.cublas_gflops:.0f} | {r.gflops / r.cublas_gflops:.2f}× |"
+        )
+    first = rows[0]
+    return Markdown(
+        "\n".join(lines) + f"\n\n{first.gpu}, {first.date}, CUDA {first.cuda}, CuPy {first.cupy}: "
+        f"`python -m autograder bench 08 10 11`; {bench.sampling(rows)}. "
+        "The TF32 peak is the dense tensor-core rate at the boost clock the FP32 peak is "
+        f"counted at, {gpu.tf32_per_fp32((9, 0)):.0f} times it on an H100."
+    )
 
 
 # ---- the landing page ----
@@ -1361,8 +1411,9 @@ def loop_versions(versions) -> Markdown:
 
 def beyond_row(step, size=LARGEST) -> bench.Row:
     """A step's row in the bonus kernels' run (book/data/beyond_*.csv), which timed 08,
-    10, 11 and cuBLAS together."""
-    name, key = _kernel(step), _size(size)
+    10, 11 and cuBLAS together; or cuBLAS with TF32's (step = bench.CUBLAS_TF32)."""
+    name = step if step == bench.CUBLAS_TF32 else _kernel(step)
+    key = _size(size)
     for r in beyond_results():
         if r.kernel == name and (r.M, r.N, r.K) == key:
             return r
