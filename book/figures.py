@@ -188,13 +188,19 @@ def beyond() -> Markdown:
         rows += bench.read_csv(path)
     print(bench.table(rows))
     first = rows[0]
-    steps = " ".join(dict.fromkeys(r.kernel[:2] for r in rows))
+    steps = _steps_timed(rows)
     return Markdown(
         f"Measured by `python -m autograder bench {steps}` on an {first.gpu}, {first.date}, "
         f"CUDA {first.cuda}, CuPy {first.cupy}; cuBLAS is strict FP32 (TF32 off), timed in "
-        'the same run (data: `book/data/beyond_*.csv`). For 11, the "% FP32 peak" passes '
-        "100%: tensor cores are not FP32 lanes."
+        "the same run, and cuBLAS_TF32 is cuBLAS with TF32 on (data: "
+        '`book/data/beyond_*.csv`). For 11 and 12, the "% FP32 peak" passes 100%: tensor '
+        "cores are not FP32 lanes."
     )
+
+
+def _steps_timed(rows: list[bench.Row]) -> str:
+    """The steps a run timed, as `bench` takes them: '08 10 11 12' (cuBLAS's rows aside)."""
+    return " ".join(dict.fromkeys(r.kernel[:2] for r in rows if r.kernel[:2].isdigit()))
 
 
 def step_result(step_id: str) -> Markdown:
@@ -1310,20 +1316,21 @@ def tf32_accuracy_table(gpu: str = TUNED_ON) -> Markdown:
     )
 
 
-def tf32_table() -> Markdown:
-    """Step 11 beside cuBLAS with TF32 and strict cuBLAS, all timed in one run
+def tf32_table(step_id: str = "11") -> Markdown:
+    """A TF32 step beside cuBLAS with TF32 and strict cuBLAS, all timed in one run
     (book/data/beyond_*.csv): each percentage computed from the figures in its row."""
     rows = beyond_results()
-    eleven = [r for r in rows if r.kernel == _kernel("11")]
+    timed = [r for r in rows if r.kernel == _kernel(step_id)]
     library = {(r.M, r.N, r.K): r for r in rows if r.kernel == bench.CUBLAS_TF32}
     # The committed run's GPU is an H100 (compute capability 9.0).
     tf32_peak_pct = 1 / gpu.tf32_per_fp32((9, 0))
+    n = int(step_id)
     lines = [
-        "| M×N×K | 11, GFLOP/s | cuBLAS TF32, GFLOP/s | 11, % of cuBLAS TF32 "
-        "| 11, % of the TF32 peak | cuBLAS strict FP32, GFLOP/s | 11 ÷ strict FP32 |",
+        f"| M×N×K | {n}, GFLOP/s | cuBLAS TF32, GFLOP/s | {n}, % of cuBLAS TF32 "
+        f"| {n}, % of the TF32 peak | cuBLAS strict FP32, GFLOP/s | {n} ÷ strict FP32 |",
         "|---|---:|---:|---:|---:|---:|---:|",
     ]
-    for r in sorted(eleven, key=lambda r: r.M * r.N * r.K):
+    for r in sorted(timed, key=lambda r: r.M * r.N * r.K):
         lib = library[r.M, r.N, r.K]
         lines.append(
             f"| {r.M}×{r.N}×{r.K} | {r.gflops:.0f} | {lib.gflops:.0f} "
@@ -1331,9 +1338,10 @@ def tf32_table() -> Markdown:
             f"| {r.cublas_gflops:.0f} | {r.gflops / r.cublas_gflops:.2f}× |"
         )
     first = rows[0]
+    steps = _steps_timed(rows)
     return Markdown(
         "\n".join(lines) + f"\n\n{first.gpu}, {first.date}, CUDA {first.cuda}, CuPy {first.cupy}: "
-        f"`python -m autograder bench 08 10 11`; {bench.sampling(rows)}. "
+        f"`python -m autograder bench {steps}`; {bench.sampling(rows)}. "
         "The TF32 peak is the dense tensor-core rate at the boost clock the FP32 peak is "
         f"counted at, {gpu.tf32_per_fp32((9, 0)):.0f} times it on an H100."
     )
@@ -1702,7 +1710,7 @@ def you_are_here(step_id: str, size=LARGEST) -> Markdown:
             f"**You are here: step {step.id}**, {r.gflops:,.0f} GFLOP/s at {_size_label(size)}, "
             f"{r.pct_cublas:.1f}% of cuBLAS and {r.pct_peak:.1f}% of the FP32 peak on an {r.gpu}."
         )
-    elif step_id in ("10", "11"):
+    elif step in registry.BEYOND:
         r = beyond_row(step, size)
         r08 = beyond_row("08", size)
         here = (

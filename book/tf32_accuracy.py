@@ -1,7 +1,9 @@
-"""How far from the exact product are TF32 results? Measured for book/11_tensor_core_tf32.md.
+"""How far from the exact product are TF32 results? Measured for book/11_tensor_core_tf32.md
+and book/12_wgmma_tf32.md.
 
-11's kernel, cuBLAS in TF32 and in strict FP32, 08's kernel, and the exact
-product of TF32-rounded inputs, each against a float64 reference at 4096^3,
+11's and (on an H100 or H200) 12's kernels, cuBLAS in TF32 and in strict FP32,
+08's kernel, and the exact products of TF32-rounded inputs and of a truncated A
+with a rounded B (what 12 computes), each against a float64 reference at 4096^3,
 with each error relative to (|A||B|)_ij, the scale of the checker's tolerance.
 Needs a GPU of compute capability 8.0 or later and CuPy; run from the
 repository root:
@@ -42,6 +44,11 @@ def tf32(x):
     return ((bits + cupy.uint32(0x1000)) & cupy.uint32(0xFFFFE000)).view(cupy.float32)
 
 
+def truncated(x):
+    """x with its low 13 mantissa bits dropped, as wgmma reads FP32 words as TF32."""
+    return (x.view(cupy.uint32) & cupy.uint32(0xFFFFE000)).view(cupy.float32)
+
+
 def kernel(step):
     C = cupy.zeros((M, N), dtype=cupy.float32)
     gpu_launcher(KernelSpec.from_step(step))(M, N, K, 1.0, A, B, 0.0, C)
@@ -64,6 +71,10 @@ results = {
     "TF32-rounded inputs, exact sum": tf32(A).astype(cupy.float64) @ tf32(B).astype(cupy.float64),
 }
 info = gpu.device_info()
+if registry.step("12").runs_on_gpu(info.arch):
+    results["TF32: 12_wgmma_tf32"] = kernel(registry.step("12"))
+    truncated_a = truncated(A).astype(cupy.float64)
+    results["truncated A, rounded B, exact sum"] = truncated_a @ tf32(B).astype(cupy.float64)
 print(f"{M}x{N}x{K}, A and B standard normal, {info.name}, CUDA {info.cuda}, CuPy {info.cupy}")
 print("error e_ij = |C_ij - exact_ij| / (|A||B|)_ij; u32 = 2^-24, u = 2^-11 (TF32)")
 print(

@@ -1,8 +1,9 @@
-"""The kernels beyond the ladder (cp.async, TF32 tensor cores): registered apart
-from the graded steps, compiled for sm_80 and later within limits and refused
-for older GPUs and the CPU with a message, checked to their own precision, and
-on a GPU correct on the whole suite."""
+"""The kernels beyond the ladder (cp.async, TF32 tensor cores with mma.sync and
+with Hopper's wgmma): registered apart from the graded steps, compiled for the
+GPUs they need within limits and refused for older GPUs and the CPU with a
+message, checked to their own precision, and on a GPU correct on the whole suite."""
 
+import functools
 import re
 import subprocess
 import sys
@@ -14,25 +15,39 @@ from planted_cheats import tf32
 
 from autograder import KernelSpec, judge
 from autograder.judge import checker
-from autograder.ladder import registry
-from autograder.run import compiler, gpu
+from autograder.ladder import hardware, registry
+from autograder.run import compiler, contract, gpu, tensor_maps
 from autograder.run.backends import BackendUnavailable
 from autograder.run.kernel import from_file
 
 NEW_ARCHS = ("sm_80", "sm_90")  # the A100 and the H100
 by_name = pytest.mark.parametrize("step", registry.BEYOND, ids=lambda s: s.name)
+# Each step with each architecture it is built for: sm_80 and later, or its own target.
+BUILDS = [(s, a) for s in registry.BEYOND for a in ((s.target,) if s.target else NEW_ARCHS)]
+by_build = pytest.mark.parametrize("step, arch", BUILDS, ids=lambda x: getattr(x, "name", x))
 
 
 def test_beyond_steps_are_found_by_name_but_are_not_graded_steps():
     assert {s.name for s in registry.BEYOND}.isdisjoint(s.name for s in registry.STEPS)
     for s in registry.BEYOND:
         assert registry.step(s.id) is registry.step(s.slug) is s
-        assert s.min_arch == "sm_80" and not s.runs_on("sm_75") and s.runs_on("sm_90")
+        assert not s.runs_on("sm_75") and s.runs_on_gpu("sm_90")
+    sm80 = [s for s in registry.BEYOND if not s.target]
+    assert all(s.min_arch == "sm_80" and s.runs_on("sm_90") for s in sm80)
 
 
-def test_only_the_tensor_core_step_rounds_its_inputs():
+def test_the_wgmma_step_builds_for_sm90a_alone_and_runs_on_an_h100_alone():
+    step = registry.step("12")
+    assert step.target == "sm_90a" and step.needs == "sm_90a"
+    assert step.runs_on("sm_90a") and not step.runs_on("sm_90") and not step.runs_on("sm_100a")
+    assert step.runs_on_gpu("sm_90") and not step.runs_on_gpu("sm_80")
+    assert not step.runs_on_gpu("sm_100")
+
+
+def test_only_the_tensor_core_steps_round_their_inputs():
     assert {s.name: s.input_roundoff for s in registry.ALL_STEPS if s.input_roundoff} == {
-        "11_tensor_core_tf32": registry.TF32_INPUT_ROUNDOFF
+        "11_tensor_core_tf32": registry.TF32_INPUT_ROUNDOFF,
+        "12_wgmma_tf32": registry.TF32_TRUNCATED_ROUNDOFF,
     }
     step = registry.step("11")
     assert KernelSpec.from_step(step).input_roundoff == registry.TF32_INPUT_ROUNDOFF
@@ -40,42 +55,98 @@ def test_only_the_tensor_core_step_rounds_its_inputs():
     assert from_file(registry.step("07").path).input_roundoff == 0
 
 
-@pytest.fixture(scope="module", params=NEW_ARCHS)
-def compiled(request):
-    return {
-        s.id: compiler.compile_for_arch(s.source(), [s.name_expression], request.param, s.path.name)
-        for s in registry.BEYOND
-    }
+@functools.cache
+def _built(step_id: str, arch: str) -> compiler.Compiled:
+    step = registry.step(step_id)
+    return compiler.compile_for_arch(step.source(), [step.name_expression], arch, step.path.name)
 
 
-@by_name
-def test_kernel_compiles_for_sm80_and_later_without_spills(compiled, step):
-    resources = compiled[step.id].resources[step.name_expression]
+def _compiled(step, arch):
+    """step's kernel built for arch by NVRTC, once per test session."""
+    return _built(step.id, arch)
+
+
+@by_build
+def test_kernel_compiles_for_its_gpus_without_spills(step, arch):
+    resources = _compiled(step, arch).resources[step.name_expression]
     assert resources.problems(step.geometry.threads) == [], str(resources)
 
 
-@by_name
-def test_launch_bounds_match_the_registry(compiled, step):
-    maxntid = re.search(r"\.maxntid (\d+), (\d+), (\d+)", compiled[step.id].ptx)
+@by_build
+def test_launch_bounds_match_the_registry(step, arch):
+    maxntid = re.search(r"\.maxntid (\d+), (\d+), (\d+)", _compiled(step, arch).ptx)
     assert int(maxntid[1]) * int(maxntid[2]) * int(maxntid[3]) == step.geometry.threads
 
 
 # The least shared memory a block may have on a GPU of compute capability 8.0
 # or later: 99 KB on sm_86 and sm_89 (RTX 30 and 40 series, L4); 163 KB on an
-# A100, 227 KB on an H100.
+# A100, 227 KB on an H100 (autograder/ladder/hardware.py), the only GPU an
+# sm_90a kernel runs on.
 SM80_AND_LATER_SHARED_BYTES = 99 * 1024
 
 
-@by_name
-def test_shared_memory_fits_every_sm80_and_later_gpu(compiled, step):
-    resources = compiled[step.id].resources[step.name_expression]
-    assert resources.shared_bytes + step.geometry.shared_bytes <= SM80_AND_LATER_SHARED_BYTES
+@by_build
+def test_shared_memory_fits_every_gpu_it_runs_on(step, arch):
+    resources = _compiled(step, arch).resources[step.name_expression]
+    most = (
+        hardware.arch(step.target[:-1]).shared_per_block_optin
+        if step.target
+        else SM80_AND_LATER_SHARED_BYTES
+    )
+    assert resources.shared_bytes + step.geometry.shared_bytes <= most
 
 
-@by_name
-def test_kernel_is_refused_for_a_t4_with_the_reason(step):
-    with pytest.raises(compiler.CompileError, match=rf"{step.name} needs sm_80 or later"):
-        compiler.compile_for_arch(step.source(), [step.name_expression], "sm_75", step.path.name)
+def test_tma_describes_only_rows_that_start_at_16_byte_multiples():
+    assert tensor_maps.describable(4096, 8) and not tensor_maps.describable(4096, 777)
+    assert not tensor_maps.describable(4100, 8)  # A's base itself off 16 bytes
+    # Not describable: no driver is asked, and the kernel gets a map of zeros.
+    assert tensor_maps.encode(4096, 1001, 513, (32, 256)) == tensor_maps.NONE
+    assert bytes(tensor_maps.NONE) == bytes(tensor_maps.MAP_BYTES)
+
+
+def test_the_wgmma_step_takes_the_tma_contract_and_not_the_gemms():
+    step = registry.step("12")
+    source = step.source()
+    contract.check(source, step.name_expression, step.path.name, contract.TMA)
+    with pytest.raises(contract.Mismatch, match="more parameters than the contract"):
+        contract.check(source, step.name_expression, step.path.name, contract.GEMM)
+    without_maps = source.replace(
+        "float* C, const __grid_constant__ TensorMap mapA,\n"
+        "            const __grid_constant__ TensorMap mapB)",
+        "float* C)",
+    )
+    assert without_maps != source
+    with pytest.raises(contract.Mismatch, match="no mapA and no mapB"):
+        contract.check(without_maps, step.name_expression, step.path.name, contract.TMA)
+
+
+def test_the_registry_knows_the_wgmma_kernels_fixed_tile_sizes():
+    """The launch geometry and TMA boxes (registry) and the kernel agree on BM and BK."""
+    source = registry.step("12").source()
+    assert f"constexpr int BM = {registry.WGMMA_BM};" in source
+    assert f"constexpr int BK = {registry.WGMMA_BK};" in source
+
+
+def test_a_tma_kernel_is_built_for_its_target_and_boxes_come_with_its_geometry():
+    spec = KernelSpec.from_step(registry.step("12"))
+    assert spec.target == "sm_90a" and spec.contract == "tma"
+    assert spec.geometry.tma_boxes == ((registry.WGMMA_BK, registry.WGMMA_BM), (32, 32))
+    assert KernelSpec.from_step(registry.step("11")).target is None
+
+
+REFUSED = [(s, a) for s in registry.BEYOND for a in ("sm_75", "sm_80") if not s.runs_on(a)]
+
+
+@pytest.mark.parametrize("step, older", REFUSED, ids=lambda x: getattr(x, "name", x))
+def test_kernel_is_refused_for_older_gpus_with_the_reason(step, older):
+    with pytest.raises(compiler.CompileError, match=rf"{step.name} needs {step.min_arch}"):
+        compiler.compile_for_arch(step.source(), [step.name_expression], older, step.path.name)
+
+
+def test_the_wgmma_step_is_refused_for_plain_sm90_which_has_no_wgmma():
+    step = registry.step("12")
+    with pytest.raises(compiler.CompileError, match=r"12_wgmma_tf32 needs sm_90a"):
+        compiler.compile_for_arch(step.source(), [step.name_expression], "sm_90", step.path.name)
 
 
 def test_compile_command_skips_them_for_a_t4_and_compiles_the_ladder():
@@ -89,7 +160,7 @@ def test_compile_command_skips_them_for_a_t4_and_compiles_the_ladder():
     )
     assert result.returncode == 0, result.stderr
     for s in registry.BEYOND:
-        assert f"skipped {s.path.name}: {s.name} needs sm_80 or later" in result.stdout
+        assert f"skipped {s.path.name}: {s.name} needs {s.needs}" in result.stdout
     assert result.stdout.count("on sm_75:") == len(registry.STEPS)
 
 
@@ -139,7 +210,7 @@ def _newer_gpu_than(step) -> str | None:
     if reason:
         return reason
     arch = gpu.device_info().arch
-    return None if step.runs_on(arch) else f"{step.name} needs {step.min_arch}; this GPU is {arch}"
+    return None if step.runs_on_gpu(arch) else f"{step.name} needs {step.needs}; this GPU is {arch}"
 
 
 @pytest.mark.gpu

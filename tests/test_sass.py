@@ -72,6 +72,21 @@ def test_thread_tiled_steps_do_tm_times_tn_ffma_per_k(step, arch):
 
 
 @needs_nvdisasm
+def test_the_wgmma_step_multiplies_with_hgmma_fed_by_tma_copies():
+    """Step 12 on sm_90a: per slice of K, one 64x256x8 wgmma per 8 of k in each warp,
+    and one TMA copy of A and one of B per 32 of its columns; no FFMA does its
+    product (the loop's few are the epilogue's alpha and beta)."""
+    step = registry.step("12")
+    e = sass.evidence(step, "sm_90a")
+    assert e.k_per_iteration == registry.WGMMA_BK
+    assert e.loop.counts["HGMMA"] == registry.WGMMA_BK // 8, e.table()
+    assert e.loop.counts["UTMALDG"] == 1 + step.params["BN"] // 32, e.table()
+    assert e.loop.opcodes["HGMMA.64x256x8.F32.TF32"] == registry.WGMMA_BK // 8
+    assert e.math_name == "HGMMA"
+    assert e.resources.spill_store_bytes + e.resources.spill_load_bytes == 0
+
+
+@needs_nvdisasm
 def test_the_2d_tiled_loop_loads_shared_memory_with_lds128_only_on_the_h100():
     step = registry.step("blocktiling_2d")
     e = sass.evidence(step, "sm_90")

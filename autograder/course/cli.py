@@ -64,7 +64,7 @@ def _pair(text: str) -> tuple[int, int]:
 
 def _parser() -> argparse.ArgumentParser:
     steps = ", ".join(s.name for s in registry.STEPS)
-    beyond = ", ".join(f"{s.name} ({s.min_arch}+)" for s in registry.BEYOND)
+    beyond = ", ".join(f"{s.name} ({s.needs})" for s in registry.BEYOND)
     p = argparse.ArgumentParser(
         prog="python -m autograder",
         description="Compile, check and time SGEMM kernels written to the course's contract: "
@@ -399,7 +399,7 @@ def _compile(args) -> int:
         resolved = [resolve(source, path.name, name, args.like) for name in names]
         too_new = [step for _, step in resolved if step and not step.runs_on(args.arch)]
         if too_new:
-            print(f"skipped {path.name}: {too_new[0].name} needs {too_new[0].min_arch} or later")
+            print(f"skipped {path.name}: {too_new[0].name} needs {too_new[0].needs}")
             continue
         result = compiler.compile_for_arch(
             source, [expr for expr, _ in resolved], args.arch, path.name
@@ -634,7 +634,7 @@ def _sass(args) -> int:
     for step in steps:
         for arch in archs:
             if not step.runs_on(arch):
-                print(f"skipped {step.name} on {arch}: it needs {step.min_arch} or later\n")
+                print(f"skipped {step.name} on {arch}: it needs {step.needs}\n")
                 continue
             print(sass.evidence(step, arch), end="\n\n")
     return OK

@@ -910,6 +910,55 @@ def _tensor_core(fig, step):
     )
 
 
+# --- Step 12: wgmma and TMA ---------------------------------------------------------
+
+SWIZZLE_ROWS, SWIZZLE_CHUNKS = 8, 8  # a 1024-byte block: 8 rows of 8 chunks of 16 bytes
+
+
+def _wgmma(fig, step):
+    """The block tile as the warpgroups share it, and the 128-byte swizzle TMA writes
+    and wgmma reads (kernels/12_wgmma_tf32.cu)."""
+    BM, BK, BN = registry.WGMMA_BM, registry.WGMMA_BK, step.params["BN"]
+    consumers = BN // 64
+    fig.set_size_inches(WIDTH, 4.6)
+    # Left: C's block tile, BM rows x BN columns, a column strip per consumer warpgroup.
+    left = _panel(fig, (0.02, 0.03, 0.3, 0.63), (-1, BN + 1), (-4, BM + 1))
+    for c in range(consumers):
+        colour = SLICE_COLOURS[c % len(SLICE_COLOURS)]
+        _box(left, 64 * c, 0, 64, BM, fc=colour, lw=1)
+        _text(left, 64 * c + 32, BM / 2, f"warp-\ngroup {c + 1}", size=SMALL + 1)
+    _box(left, 0, 0, BN, BM, lw=1.5)
+    _text(left, BN / 2, -3, f"block tile of C: {BM}×{BN}", va="bottom", size=SMALL + 1)
+    fig.text(
+        0.02,
+        0.9,
+        f"Each consumer warpgroup owns 64 columns of C; one wgmma adds a\n"
+        f"64-column × {BM}-row × 8 product ({64 * BM * 8:,} FMAs) to them. "
+        f"A slice is {BK} of k:\n{BK // 8} wgmmas per warpgroup, fed by one TMA copy of A "
+        f"and {BN // 32} of B.",
+        fontsize=SMALL + 1,
+        va="top",
+    )
+    # Right: which 16-byte chunk of a row lands where: chunk c of row r at c ^ (r % 8).
+    right = _panel(fig, (0.4, 0.03, 0.58, 0.63), (-1.6, SWIZZLE_CHUNKS + 0.2), (-1.2, 8.4))
+    for r in range(SWIZZLE_ROWS):
+        for c in range(SWIZZLE_CHUNKS):
+            placed = c ^ r
+            colour = _lane_colour(4 * c)
+            _box(right, placed, r, 1, 1, fc=colour, ec="white", lw=0.8)
+            _text(right, placed + 0.5, r + 0.5, str(c), size=SMALL, color=_ink(colour))
+        _text(right, -0.2, r + 0.5, f"row {r}", ha="right", size=SMALL)
+    _box(right, 0, 0, SWIZZLE_CHUNKS, SWIZZLE_ROWS, lw=1.2)
+    _text(
+        right,
+        SWIZZLE_CHUNKS / 2,
+        -0.2,
+        "a 1024-byte block of shared memory:\nchunk c (4 floats) of row r sits at c XOR r",
+        va="bottom",
+        size=SMALL + 1,
+    )
+
+
 # --- Step 09: choosing by shape -------------------------------------------------------
 
 SHAPE_TILES = (2, 2)  # the example C, in tile rows and tile columns
@@ -1030,6 +1079,7 @@ DRAWINGS: dict[str, Callable[[Figure, registry.Step], None]] = {
     "cp_async": _cp_async,
     "by_shape": _by_shape,
     "tensor_core_tf32": _tensor_core,
+    "wgmma_tf32": _wgmma,
 }
 
 

@@ -31,6 +31,9 @@ class Geometry:
     # Dynamic shared memory per block, in bytes (0 for kernels whose shared
     # arrays are static; a static array may hold at most 48 KB).
     shared_bytes: int = 0
+    # For a kernel fed by TMA (the "tma" contract): the box of A and the box of
+    # B that one copy brings, each as (columns, rows) of the matrix.
+    tma_boxes: tuple[tuple[int, int], tuple[int, int]] | None = None
 
     def __post_init__(self):
         if self.rows_on not in ("x", "y"):
@@ -114,8 +117,9 @@ class Step:
     # "cuda": a kernel that the compiler, checker, grader and benchmark take.
     # "python": a program that only its notebook runs (step 00, on the CPU).
     language: str = "cuda"
-    # The parameters the kernel takes (contract.CONTRACTS): "gemm", or "reduce"
-    # for step 09's split-K reduction, which is run inside a GEMM (by_shape).
+    # The parameters the kernel takes (contract.CONTRACTS): "gemm"; "reduce"
+    # for step 09's split-K reduction, which is run inside a GEMM (by_shape);
+    # "tma" for step 12, which also takes tensor maps of A and B.
     contract: str = "gemm"
     # Parameters (over `params`) at which every term of the kernel's row and column
     # indices counts, where `params` make one vanish (WMITER = 1 makes wm * WSUBM
@@ -154,8 +158,30 @@ class Step:
         return self.path.read_text()
 
     def runs_on(self, arch: str) -> bool:
-        """Whether the kernel compiles for arch ('sm_75', 'sm_90', ...)."""
+        """Whether the kernel compiles for arch ('sm_75', 'sm_90', 'sm_90a', ...). A
+        kernel for an architecture-specific target ('sm_90a': wgmma, setmaxnreg)
+        compiles for that one alone."""
+        if self.min_arch.endswith("a"):
+            return arch == self.min_arch
         return _arch_number(arch) >= _arch_number(self.min_arch)
+
+    def runs_on_gpu(self, arch: str) -> bool:
+        """Whether a GPU of this architecture ('sm_90', as the device reports it)
+        runs the kernel: an sm_90a kernel runs on sm_90 GPUs alone."""
+        if self.target:
+            return arch == self.target[:-1]
+        return self.runs_on(arch)
+
+    @property
+    def needs(self) -> str:
+        """What the kernel needs, in words: 'sm_80 or later', or 'sm_90a'."""
+        return self.min_arch if self.target else f"{self.min_arch} or later"
+
+    @property
+    def target(self) -> str | None:
+        """The architecture-specific target the kernel must be built for ('sm_90a'),
+        where it has one; None where any architecture from min_arch on will do."""
+        return self.min_arch if self.min_arch.endswith("a") else None
 
     def with_params(self, **params: int) -> Step:
         """The same step with some template parameters changed (for tuning)."""
@@ -438,6 +464,27 @@ def _tensor_core_tiles(p: Mapping[str, int]) -> Geometry:
     return replace(_warp_tiles(p), shared_bytes=4 * floats)
 
 
+# kernels/12_wgmma_tf32.cu's fixed sizes: a block covers WGMMA_BM rows of C
+# (one wgmma's N, the most it takes) and walks K in slices of WGMMA_BK floats
+# (one 128-byte swizzled row).
+WGMMA_BM, WGMMA_BK = 256, 32
+
+
+def _warpgroup_tiles(p: Mapping[str, int]) -> Geometry:
+    """One producer warpgroup and BN / 64 consumer warpgroups per block of
+    WGMMA_BM x BN of C; STAGES slices of A and B in dynamic shared memory, and
+    1024 bytes to align them to the swizzle's period. TMA brings a slice of A
+    in one box and one of B in boxes 32 columns wide (128 bytes, the swizzle's
+    row)."""
+    floats = p["STAGES"] * WGMMA_BK * (WGMMA_BM + p["BN"])
+    return Geometry(
+        (128 * (1 + p["BN"] // 64), 1),
+        (WGMMA_BM, p["BN"]),
+        shared_bytes=4 * floats + 1024,
+        tma_boxes=((WGMMA_BK, WGMMA_BM), (32, WGMMA_BK)),
+    )
+
+
 # TF32 keeps 10 of FP32's 23 mantissa bits: rounding an input to the nearest
 # TF32 value (cvt.rna, as kernels/11 does) moves it by at most u = 2^-11 of
 # itself. A product of two rounded inputs is then off by at most
@@ -449,6 +496,10 @@ def _tensor_core_tiles(p: Mapping[str, int]) -> Geometry:
 # would be about 1700 times the measured error there, and would let a kernel
 # that drops one term of K pass at K = 513.)
 TF32_INPUT_ROUNDOFF = 2.0**-11
+# wgmma reads its shared-memory operand's FP32 words as TF32 by dropping the
+# low 13 bits (truncation, not rounding: up to 2^-10 of each value), so step 12
+# is judged with that bound for both inputs.
+TF32_TRUNCATED_ROUNDOFF = 2.0**-10
 
 # Past the ladder, for GPUs of compute capability 8.0 (A100) and later: not
 # graded exercises, not in the notebooks; `step()` finds them, so the CLI
@@ -475,6 +526,20 @@ BEYOND: tuple[Step, ...] = (
         layout=_tensor_core_tiles,
         min_arch="sm_80",
         input_roundoff=TF32_INPUT_ROUNDOFF,
+    ),
+    Step(
+        "12",
+        "wgmma_tf32",
+        "Tensor cores, Hopper's way (wgmma, TMA)",
+        "sgemm_wgmma",
+        # Two consumer warpgroups, 4 slices deep (192 KB of shared memory).
+        # Measured on an H100: 3 stages ran as fast at 4096^3 and 8192^3,
+        # one consumer warpgroup (BN = 64) at two thirds of the speed.
+        params=dict(BN=128, STAGES=4),
+        layout=_warpgroup_tiles,
+        min_arch="sm_90a",
+        input_roundoff=TF32_TRUNCATED_ROUNDOFF,
+        contract="tma",
     ),
 )
 # Every numbered step, and every CUDA kernel (what NVRTC compiles).

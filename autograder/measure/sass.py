@@ -16,7 +16,7 @@ missing).
 How the main loop is found. A loop in SASS is a backward branch: a BRA whose
 target lies at or before the branch itself, its body the instructions from the
 target to the branch. The main loop is the backward branch whose body holds the
-most multiply-adds (FFMA, or HMMA for tensor cores); among equals, the shortest
+most multiply-adds (FFMA, or HMMA and HGMMA for tensor cores); among equals, the shortest
 body, so that an inner loop wins over a loop around it. Loops the compiler
 unrolled need no special care: an unrolled loop is one body with all its FFMAs
 in it, which is why it wins (steps 01 and 02, whose k loop NVRTC unrolls 16
@@ -58,6 +58,7 @@ DEFAULT_ARCHS = ("sm_75", "sm_90")
 CLASSES = (
     "FFMA",
     "HMMA",
+    "HGMMA",
     "LDS",
     "LDS.64",
     "LDS.128",
@@ -66,13 +67,16 @@ CLASSES = (
     "LDG.64",
     "LDG.128",
     "LDGSTS",
+    "UTMALDG",
     "STS",
     "STS.64",
     "STS.128",
     "BAR",
     "other",
 )
-MATH = ("FFMA", "HMMA")
+# What multiplies: FP32 lanes, a warp's tensor-core instruction (mma.sync), a
+# warpgroup's (wgmma, whose SASS name is HGMMA).
+MATH = ("FFMA", "HMMA", "HGMMA")
 SHARED_LOADS = ("LDS", "LDS.64", "LDS.128", "LDSM")
 GLOBAL_LOADS = ("LDG", "LDG.64", "LDG.128")
 # The wheel that ships nvdisasm (version 13 puts it in nvidia/cu13/bin/, 12 elsewhere:
@@ -86,7 +90,7 @@ class DisassemblerUnavailable(RuntimeError):
 
 
 class NoMainLoop(RuntimeError):
-    """The kernel's SASS has no backward branch around an FFMA or HMMA."""
+    """The kernel's SASS has no backward branch around an FFMA, HMMA or HGMMA."""
 
 
 # ---- finding and running the disassembler --------------------------------------------------
@@ -341,10 +345,10 @@ def _skippable(
 
 
 def main_loop(instructions: list[Instruction], labels: dict[str, int]) -> Loop:
-    """The loop whose body holds the most FFMAs (or HMMAs); the innermost among equals."""
+    """The loop whose body holds the most FFMAs (or HMMAs, HGMMAs); the innermost among equals."""
     candidates = [lp for lp in loops(instructions, labels) if lp.math]
     if not candidates:
-        raise NoMainLoop("no loop of this kernel holds an FFMA or HMMA")
+        raise NoMainLoop("no loop of this kernel holds an FFMA, HMMA or HGMMA")
     return max(candidates, key=lambda lp: (lp.math, -lp.instructions))
 
 
@@ -352,6 +356,8 @@ def main_loop(instructions: list[Instruction], labels: dict[str, int]) -> Loop:
 
 
 def _k_slice(step: registry.Step) -> tuple[int, str] | None:
+    if step.geometry.tma_boxes:  # a box of A is a slice of K wide
+        return step.geometry.tma_boxes[0][0], "BK"
     for name in ("BK", "BS"):
         if name in step.params:
             return step.params[name], name
@@ -392,7 +398,9 @@ class Evidence:
 
     @property
     def math_name(self) -> str:
-        return "HMMA" if self.loop.counts["HMMA"] > self.loop.counts["FFMA"] else "FFMA"
+        """The class of MATH the main loop does most of (the tensor cores' on a tie: an
+        FFMA beside a wgmma is the epilogue's, not the product's)."""
+        return max(MATH, key=lambda kind: (self.loop.counts[kind], MATH.index(kind)))
 
     @property
     def shown(self) -> list[str]:
@@ -481,7 +489,7 @@ def evidence(step: registry.Step | str, arch: str = "sm_90") -> Evidence:
     if not step.path.suffix == ".cu":
         raise ValueError(f"{step.name} is not a CUDA kernel")
     if not step.runs_on(arch):
-        raise ValueError(f"{step.name} needs {step.min_arch} or later, not {arch}")
+        raise ValueError(f"{step.name} needs {step.needs}, not {arch}")
     source = step.source()
     compiled, tool, loop = _evidence(source, step.name_expression, step.path.name, arch)
     geometry = step.geometry
@@ -528,7 +536,7 @@ def evidence(step: registry.Step | str, arch: str = "sm_90") -> Evidence:
 def gemm_steps() -> list[registry.Step]:
     """Every step of the registry whose kernel is a GEMM with an FMA main loop, the
     ladder and beyond (not step 00, Python, nor step 09, split-K's reduction)."""
-    return [s for s in registry.ALL_STEPS if s.is_cuda and s.contract == "gemm"]
+    return [s for s in registry.ALL_STEPS if s.is_cuda and s.contract in ("gemm", "tma")]
 
 
 # ---- tables for the book ---------------------------------------------------------------------

@@ -16,7 +16,16 @@ from typing import Callable
 import numpy as np
 
 from ..isolate import isolation
-from . import by_shape, compiler, contract, device_clock, device_only, gpu, gpu_lock
+from . import (
+    by_shape,
+    compiler,
+    contract,
+    device_clock,
+    device_only,
+    gpu,
+    gpu_lock,
+    tensor_maps,
+)
 from .kernel import KernelSpec
 
 # What a CUDA error means for an SGEMM kernel, by the error's name without
@@ -165,16 +174,23 @@ _SCALARS = {"int": np.int32, "float": np.float32}
 
 def _gpu_kernel(spec: KernelSpec):
     """launch(*arguments, layers=1): spec's kernel over a grid `layers` deep, with the
-    arguments of its contract."""
-    function = compiler.load(spec.source, spec.name_expression, spec.filename, GPU_OPTIONS)
+    arguments of its contract. A "tma" kernel is given the GEMM's arguments too; it
+    gets its tensor maps of A and B here, made for each launch (tensor_maps)."""
+    # An architecture-specific target is built for the GPU it names; on another,
+    # CuPy builds for the GPU at hand, and the kernel's own #error says why not.
+    target = spec.target if spec.target and spec.target[:-1] == gpu.device_info().arch else None
+    function = compiler.load(spec.source, spec.name_expression, spec.filename, GPU_OPTIONS, target)
     block = (*spec.geometry.block, 1)
     shared = spec.geometry.shared_bytes
     if shared:  # a kernel gets more than 48 KB of dynamic shared memory only on request
         function.max_dynamic_shared_size_bytes = shared
     kinds = [_SCALARS.get(p.types[0]) for p in contract.CONTRACTS[spec.contract].parameters]
+    boxes = spec.geometry.tma_boxes
 
     def launch(*arguments, layers: int = 1):
-        M, N = arguments[:2]
+        M, N, K, _, A, B = arguments[:6]
+        if boxes:
+            arguments = (*arguments, *tensor_maps.maps(M, N, K, A, B, boxes))
         function(
             (*spec.geometry.grid(M, N), layers),
             block,

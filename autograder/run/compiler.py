@@ -288,10 +288,18 @@ def load(
     name_expression: str,
     filename: str = "kernel.cu",
     options: tuple[str, ...] = DEFAULT_OPTIONS,
+    target: str | None = None,
 ):
-    """Compile for the current GPU through CuPy and return the launchable function."""
+    """Compile for the current GPU through CuPy and return the launchable function;
+    for an architecture-specific target ('sm_90a', which CuPy does not build for),
+    through NVRTC's bindings for that target, loaded by CuPy."""
     import cupy
 
+    if target:
+        compiled = compile_for_arch(source, [name_expression], target, filename, options)
+        module = cupy.cuda.function.Module()
+        module.load(compiled.cubin)
+        return LoadedCubin(module.get_function(compiled.symbols[name_expression]))
     module = cupy.RawModule(code=source, options=options, name_expressions=[name_expression])
     try:
         return module.get_function(name_expression)
@@ -301,3 +309,41 @@ def load(
         major, minor = nvrtc.getVersion()
         log = _with_hints(e.get_message(), source, filename)
         raise CompileError(filename, log, f"NVRTC {major}.{minor} via CuPy") from None
+
+
+class LoadedCubin:
+    """A kernel CuPy loaded from a cubin (cupy.cuda.function.Function), with the
+    attributes of CuPy's RawKernel that the backends read and set."""
+
+    def __init__(self, function):
+        self._function = function
+
+    def __call__(self, *args, **kwargs):
+        return self._function(*args, **kwargs)
+
+    @staticmethod
+    def _which(name: str) -> int:
+        """The driver's number for CU_FUNC_ATTRIBUTE_<name>."""
+        from cuda.bindings.driver import CUfunction_attribute
+
+        return int(getattr(CUfunction_attribute, f"CU_FUNC_ATTRIBUTE_{name}"))
+
+    def _get(self, name: str) -> int:
+        from cupy.cuda import driver
+
+        return driver.funcGetAttribute(self._which(name), self._function.ptr)
+
+    max_threads_per_block = property(lambda self: self._get("MAX_THREADS_PER_BLOCK"))
+    num_regs = property(lambda self: self._get("NUM_REGS"))
+    shared_size_bytes = property(lambda self: self._get("SHARED_SIZE_BYTES"))
+
+    @property
+    def max_dynamic_shared_size_bytes(self) -> int:
+        return self._get("MAX_DYNAMIC_SHARED_SIZE_BYTES")
+
+    @max_dynamic_shared_size_bytes.setter
+    def max_dynamic_shared_size_bytes(self, size: int) -> None:
+        from cupy.cuda import driver
+
+        which = self._which("MAX_DYNAMIC_SHARED_SIZE_BYTES")
+        driver.funcSetAttribute(self._function.ptr, which, size)

@@ -79,7 +79,19 @@ REDUCE = Contract(
         Parameter("C", ("float*",), "M * N"),
     ),
 )
-CONTRACTS = {"gemm": GEMM, "reduce": REDUCE}
+# The GEMM, with A and B also described for Hopper's bulk tensor copy engine
+# (TMA): step 12's. The maps (autograder.run.tensor_maps) are made on the host,
+# per launch, and passed by value as `const __grid_constant__ TensorMap`; a map
+# the engine cannot describe (rows not 16-byte multiples) is passed as zeros.
+TMA = Contract(
+    "C = alpha * A * B + beta * C, with tensor maps of A and B",
+    (
+        *GEMM.parameters,
+        Parameter("mapA", ("TensorMap",)),
+        Parameter("mapB", ("TensorMap",)),
+    ),
+)
+CONTRACTS = {"gemm": GEMM, "reduce": REDUCE, "tma": TMA}
 # The GEMM contract's declaration, with NAME for the kernel's name.
 CONTRACT = GEMM.declaration("NAME")
 
@@ -87,7 +99,9 @@ CONTRACT = GEMM.declaration("NAME")
 def _parameter_type(declaration: str) -> str:
     """A parameter's type as the contract writes it: 'const float* __restrict__ A' ->
     'const float*'; top-level const (const int M, float* const C) is dropped."""
-    words = re.findall(r"\w+|\*", declaration.replace("__restrict__", " "))
+    for qualifier in ("__restrict__", "__grid_constant__"):
+        declaration = declaration.replace(qualifier, " ")
+    words = re.findall(r"\w+|\*", declaration)
     if words and words[-1] not in ("*", "int", "float", "unsigned", "const", "double", "long"):
         words = words[:-1]  # the parameter's name
     if "*" not in words:

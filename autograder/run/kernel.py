@@ -62,6 +62,9 @@ class KernelSpec:
     # The same kernel at its step's every_term parameters (registry.Step), which
     # the checker runs too; None where there are none.
     every_term: "KernelSpec | None" = None
+    # The architecture-specific target to build for ('sm_90a'), from the step
+    # (registry.Step.target); None: the GPU's own architecture.
+    target: str | None = None
 
     @classmethod
     def from_step(cls, step: Step) -> "KernelSpec":
@@ -76,6 +79,7 @@ class KernelSpec:
             contract=step.contract,
             split_every_case=step.contract == "reduce",
             every_term=cls.from_step(every) if every else None,
+            target=step.target,
         )
 
     @property
@@ -197,7 +201,7 @@ def from_source(
     elif step:
         geometry = step.geometry
         if rows_on:
-            geometry = Geometry(geometry.block, geometry.tile, rows_on)
+            geometry = replace(geometry, rows_on=rows_on)
     else:
         raise SpecError(
             f"how should {expression} be launched? Give --like STEP to borrow a "
@@ -227,6 +231,7 @@ def from_source(
         kind,
         kind == "reduce",
         every_term,
+        step.target if step else None,
     )
 
 
