@@ -1583,43 +1583,76 @@ def dispatch_table() -> Markdown:
 # ---- the last FP32 step's ablation (`bench --ablation`) ------------------------------------
 
 
-def ablation_table() -> Markdown:
-    """The last FP32 step with each of its tricks taken out (autograder/measure/ablation.py): % of
+def ablation_table(step_id: str = "08") -> Markdown:
+    """A step with each of its tricks taken out (autograder/measure/ablation.py): % of
     cuBLAS in the same run, and what the trick is worth, at each size measured."""
     from autograder.measure import ablation
 
+    whole = registry.step(step_id).name
+    variants = ablation.variants(step_id)
+    labels = {whole, *(v.label for v in variants), bench.CUBLAS_TF32}
     rows = []
-    for path in sorted(DATA.glob("ablation_*.csv")):
-        rows += bench.read_csv(path)
-    whole = registry.step(ablation.STEP).name
+    for path in sorted(DATA.glob(f"{ablation.kind(step_id)}_*.csv")):
+        rows += [r for r in bench.read_csv(path) if r.kernel in labels]
+    command = "python -m autograder bench --ablation"
+    if step_id != ablation.STEP:
+        command += f" {step_id}"
     if not rows:
         return Markdown(
-            f"**Not yet measured**: `python -m autograder bench --ablation` on a GPU times "
+            f"**Not yet measured**: `{command}` on a GPU times "
             f"{whole} with each of these taken out in turn: "
-            + "; ".join(v.trick for v in ablation.VARIANTS)
+            + "; ".join(v.trick for v in variants)
             + "."
         )
     sizes = sorted({(r.M, r.N, r.K) for r in rows}, key=lambda s: s[0] * s[1] * s[2])
     cell = {(r.kernel, (r.M, r.N, r.K)): r for r in rows}
-    head = " | ".join(f"{_size_label(s)}: % of cuBLAS (the trick's worth)" for s in sizes)
+    # A TF32 step against the library a reader would use instead: cuBLAS with TF32,
+    # timed in the same run; an FP32 step against strict cuBLAS.
+    tf32 = registry.step(step_id).input_roundoff > 0
+    library = "cuBLAS TF32" if tf32 else "cuBLAS"
+
+    def pct(r: bench.Row) -> float:
+        if tf32:
+            return 100 * r.gflops / cell[bench.CUBLAS_TF32, (r.M, r.N, r.K)].gflops
+        return r.pct_cublas
+
+    head = " | ".join(f"{_size_label(s)}: % of {library} (the trick's worth)" for s in sizes)
     lines = [f"| kernel | {head} |", "|---|" + "---:|" * len(sizes)]
-    for label in [whole, *(v.label for v in ablation.VARIANTS)]:
+    for label in [whole, *(v.label for v in variants)]:
         shown = []
         for size in sizes:
             r, full = cell.get((label, size)), cell.get((whole, size))
             if r is None or full is None:
                 shown.append("—")
             elif label == whole:
-                shown.append(f"{r.pct_cublas:.1f}%")
+                shown.append(f"{pct(r):.1f}%")
             else:
-                shown.append(f"{r.pct_cublas:.1f}% ({full.gflops / r.gflops - 1:+.0%})")
+                shown.append(f"{pct(r):.1f}% ({full.gflops / r.gflops - 1:+.0%})")
         lines.append(f"| {label} | " + " | ".join(shown) + " |")
     first = rows[0]
     lines.append(
-        f"\nMeasured by `python -m autograder bench --ablation` on an {first.gpu}, "
+        f"\nMeasured by `{command}` on an {first.gpu}, "
         f"{first.date}, CUDA {first.cuda}, CuPy {first.cupy}."
     )
     return Markdown("\n".join(lines))
+
+
+def ablation_worth(step_id: str, trick: str, size=LARGEST) -> float:
+    """What the trick that starts with `trick` is worth in the step's committed ablation
+    run, as its table says it: the whole kernel's rate over the variant's, less 1, in
+    per cent (negative: the whole kernel was the slower)."""
+    from autograder.measure import ablation
+
+    (variant,) = [v for v in ablation.variants(step_id) if v.trick.startswith(trick)]
+    key = _size(size)
+    rows = {
+        r.kernel: r
+        for path in sorted(DATA.glob(f"{ablation.kind(step_id)}_*.csv"))
+        for r in bench.read_csv(path)
+        if (r.M, r.N, r.K) == key
+    }
+    whole = rows[registry.step(step_id).name]
+    return 100 * (whole.gflops / rows[variant.label].gflops - 1)
 
 
 # ---- the ladder at a glance: the landing page's chart and table, each chapter's rung ----

@@ -332,6 +332,8 @@ sgemm_wgmma(int M, int N, int K, float alpha, const float* A, const float* B, fl
   // lays its BM x 64 tile out in shared memory (the pipeline's buffers, once
   // every consumer is done with them), then writes C a row at a time.
   constexpr int LDC = 64 + 2;  // puts the 32 lanes' stores in 32 banks
+  static_assert(CONSUMERS * BM * LDC <= STAGES * (A_FLOATS + B_FLOATS),
+                "the epilogue lays C out in the pipeline's buffers: they must hold it");
   asm volatile("bar.sync 1, %0;\n" ::"n"(128 * CONSUMERS) : "memory");
   float* const Cs = tiles + consumer * BM * LDC;
 #pragma unroll

@@ -121,7 +121,7 @@ def test_the_sweep_table_shows_each_kernels_geometric_mean_and_minimum():
     assert "square    128x128x128" in text and "-" in text  # b did not run 256
 
 
-KINDS = ("bench", "sweep", "beyond", "ablation")
+KINDS = ("bench", "sweep", "beyond", "ablation", "ablation12")
 COMMITTED = sorted(p for kind in KINDS for p in bench.DATA_DIR.glob(f"{kind}_*.csv"))
 
 

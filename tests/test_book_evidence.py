@@ -285,11 +285,22 @@ def test_the_ablation_table_gives_each_tricks_worth_from_the_committed_rows(tmp_
                          10, 0.5, 10, 0.5)  # fmt: skip
 
     whole = registry.step(ablation.STEP).name
-    rows = [row(whole, 50000.0)] + [row(v.label, 40000.0) for v in ablation.VARIANTS]
+    rows = [row(whole, 50000.0)] + [row(v.label, 40000.0) for v in ablation.variants()]
+    # Step 12's run, with cuBLAS in TF32 beside it: its table says % of that.
+    hopper = registry.step("12").name
     bench.write_csv(rows, tmp_path / "ablation_test_gpu.csv")
+    rows = [row(hopper, 300000.0), row(bench.CUBLAS_TF32, 400000.0)]
+    rows += [row(v.label, 240000.0) for v in ablation.variants("12")]
+    bench.write_csv(rows, tmp_path / "ablation12_test_gpu.csv")
     monkeypatch.setattr(figures, "DATA", tmp_path)
     table = figures.ablation_table().data
     assert f"| {whole} | 100.0% |" in table
-    for v in ablation.VARIANTS:
+    for v in ablation.variants():
         assert f"| {v.label} | 80.0% (+25%) |" in table, table
+    assert hopper not in table  # each step's table shows its own rows alone
     assert "Test GPU, 2026-11-23, CUDA 13.2" in table
+    table = figures.ablation_table("12").data
+    assert "% of cuBLAS TF32" in table and f"| {hopper} | 75.0% |" in table
+    for v in ablation.variants("12"):
+        assert f"| {v.label} | 60.0% (+25%) |" in table, table
+    assert "bench --ablation 12`" in table

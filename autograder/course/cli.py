@@ -155,9 +155,10 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument(
         "--ablation",
         action="store_true",
-        help="time the last FP32 step with each of its tricks taken out in turn "
-        "(autograder/measure/ablation.py), beside the whole kernel and cuBLAS, at 4096 and "
-        "4095x4097x4093 unless --sizes; into book/data/ablation_<gpu>.csv",
+        help="time a step (the last FP32 one, 08, unless STEP: 12 has one too) with each of "
+        "its tricks taken out in turn (autograder/measure/ablation.py), beside the whole "
+        "kernel and cuBLAS, at 4096 and 4095x4097x4093 unless --sizes; into "
+        "book/data/ablation_<gpu>.csv (ablation12_<gpu>.csv for 12)",
     )
     b.add_argument(
         "--sweep",
@@ -452,8 +453,8 @@ def _bench(args) -> int:
 
     if args.sweep and args.sizes:
         raise ValueError("give --sweep or --sizes, not both")
-    if args.ablation and (args.sweep or args.steps):
-        raise ValueError("--ablation times the last FP32 step's variants: give no STEP or --sweep")
+    if args.ablation and (args.sweep or len(args.steps) > 1):
+        raise ValueError("--ablation times one step's variants: give at most one STEP, no --sweep")
     steps = [registry.step(s) for s in args.steps] or (
         [registry.STEPS[-1]] if args.sweep else list(registry.STEPS)
     )
@@ -464,14 +465,15 @@ def _bench(args) -> int:
     )
     for s in sizes:
         bench.parse_size(s)  # a typo is reported before anything runs
+    ablated = steps[0].id if args.steps else ablation.STEP
     if args.ablation:
-        specs = ablation.specs()
+        specs = ablation.specs(ablated)
     else:
         specs = {s.name: KernelSpec.from_step(s) for s in steps}  # and a step with no kernel
     gpu.require("bench")
     rows = bench.bench(specs, sizes)
     print(bench.sweep_table(rows) if args.sweep else bench.table(rows))
-    kind = "sweep" if args.sweep else "ablation" if args.ablation else "bench"
+    kind = "sweep" if args.sweep else ablation.kind(ablated) if args.ablation else "bench"
     path = bench.write_csv(rows, args.csv or bench.default_csv_path(rows, kind))
     print(f"results merged into {path}")
     if args.plot:

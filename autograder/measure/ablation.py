@@ -1,10 +1,12 @@
-"""What each trick of the last FP32 step is worth: its kernel with one trick taken
-out at a time, timed beside the whole kernel and cuBLAS (`bench --ablation`).
+"""What each trick of a step is worth: its kernel with one trick taken out at a
+time, timed beside the whole kernel and cuBLAS (`bench --ablation [STEP]`): the
+last FP32 step's (08), and the Hopper step's (12).
 
 A variant is the kernel's own source with substitutions, each of which must
 apply exactly once (as the planted bugs of tests/planted.py do), so that a
 change to the kernel cannot leave a variant that silently takes nothing out.
-Every variant is still a right kernel: the tests check each one on the CPU.
+Every variant is still a right kernel: the tests check each one, on the CPU
+where it runs there, else on a GPU that runs it.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from dataclasses import dataclass, field
 from ..ladder import registry
 from ..run.kernel import KernelSpec, NotOnce, substituted
 
-# The step whose tricks are measured: the last FP32 step of the ladder.
+# The step `bench --ablation` measures unless told: the last FP32 step of the ladder.
 STEP = "08"
 SIZES = ("4096", "4095x4097x4093")
 
@@ -25,10 +27,11 @@ class Variant:
     trick: str  # what the variant takes out, in words
     substitutions: tuple[tuple[str, str], ...] = ()
     params: Mapping[str, int] = field(default_factory=dict)  # changed template parameters
+    step: str = STEP  # whose kernel it changes
 
     @property
     def label(self) -> str:
-        return f"{STEP} without {self.trick}"
+        return f"{self.step} without {self.trick}"
 
 
 VARIANTS = (
@@ -63,15 +66,62 @@ VARIANTS = (
     # the bounds, a block of 512 threads at more than 128 registers each cannot
     # launch, and with BK = 8 its 512 threads cannot share a slice evenly.
     Variant("256x128 block tiles (128x128: two blocks of 256 threads per SM)", params={"BM": 128}),
+    # Step 12 (kernels/12_wgmma_tf32.cu): Hopper's units and the choices around them.
+    Variant(
+        "TMA (every slice copied float by float with cp.async)",
+        (
+            (
+                "const bool tmaA = K % 4 == 0 && reinterpret_cast<size_t>(A) % 16 == 0;",
+                "const bool tmaA = false;",
+            ),
+            (
+                "const bool tmaB = N % 4 == 0 && reinterpret_cast<size_t>(B) % 16 == 0;",
+                "const bool tmaB = false;",
+            ),
+        ),
+        step="12",
+    ),
+    Variant("the second consumer warpgroup (BN = 64)", params={"BN": 64}, step="12"),
+    # 3 stages, not 2: the epilogue lays C out in the pipeline's buffers, and two
+    # slices do not hold it (a static_assert in the kernel says so).
+    Variant("4 stages (3)", params={"STAGES": 3}, step="12"),
+    Variant(
+        "conflict-free fragment loads (row r of B^T is column r)",
+        (
+            (
+                "return (gg & 3) + 16 * (gg >> 2) + 4 * (j & 3) + 32 * (j >> 2);",
+                "return gg + 8 * j;",
+            ),
+        ),
+        step="12",
+    ),
+    Variant(
+        "skipping C when beta = 0 (C read and scaled by 0)",
+        (("const bool readC = beta != 0.0f;", "const bool readC = true;"),),
+        step="12",
+    ),
 )
+# The steps that have an ablation.
+STEPS = tuple(dict.fromkeys(v.step for v in VARIANTS))
 
 
 class StaleVariant(ValueError):
     """A substitution that no longer applies exactly once to the kernel."""
 
 
+def kind(step: str = STEP) -> str:
+    """What its data file is called, book/data/<kind>_<gpu>.csv: one run per file, so
+    that each file's rows share one cuBLAS baseline per shape ('ablation' for 08)."""
+    return "ablation" if step == STEP else f"ablation{step}"
+
+
+def variants(step: str = STEP) -> tuple[Variant, ...]:
+    """A step's variants, in the order the book shows them."""
+    return tuple(v for v in VARIANTS if v.step == step)
+
+
 def spec(variant: Variant) -> KernelSpec:
-    step = registry.step(STEP).with_params(**variant.params)
+    step = registry.step(variant.step).with_params(**variant.params)
     try:
         return substituted(KernelSpec.from_step(step), variant.substitutions)
     except NotOnce as e:
@@ -80,7 +130,10 @@ def spec(variant: Variant) -> KernelSpec:
         ) from None
 
 
-def specs() -> dict[str, KernelSpec]:
-    """The whole kernel, then each variant, by the label its rows carry."""
-    whole = registry.step(STEP)
-    return {whole.name: KernelSpec.from_step(whole), **{v.label: spec(v) for v in VARIANTS}}
+def specs(step: str = STEP) -> dict[str, KernelSpec]:
+    """The step's whole kernel, then each variant, by the label its rows carry."""
+    whole = registry.step(step)
+    chosen = variants(whole.id)
+    if not chosen:
+        raise ValueError(f"{whole.name} has no ablation; these do: {', '.join(STEPS)}")
+    return {whole.name: KernelSpec.from_step(whole), **{v.label: spec(v) for v in chosen}}

@@ -278,7 +278,7 @@ def read_csv(path: Path) -> list[Row]:
 
 def default_csv_path(rows: list[Row], kind: str = "bench") -> Path:
     """book/data/<kind>_<gpu>.csv: kind "bench" for the ladder, "sweep" for --sweep,
-    "ablation" for --ablation."""
+    "ablation" (or "ablation12", ablation.kind) for --ablation."""
     return DATA_DIR / f"{kind}_{gpu.slug(rows[0].gpu)}.csv"
 
 
