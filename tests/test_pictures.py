@@ -122,6 +122,24 @@ def test_no_label_is_cut_off_or_too_small_to_read(step):
         assert inside, f"{t.get_text()!r} runs off the picture ({box.bounds}, page {page.bounds})"
 
 
+def test_the_pipeline_timeline_draws_readably_and_never_lets_a_consumer_start_early():
+    fig = pictures.timeline("12")
+    width, height = fig.get_size_inches() * pictures.DPI
+    assert width <= 676 + 1 and 250 <= height <= 500
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    for t in texts(fig):
+        assert t.get_fontsize() >= pictures.SMALL, t.get_text()
+        box = t.get_window_extent(renderer)
+        assert fig.bbox.x0 - 1 <= box.x0 and box.x1 <= fig.bbox.x1 + 1, t.get_text()
+    stages = registry.step("12").params["STAGES"]
+    asked, landed, bursts = pictures.pipeline_schedule(stages, 2)
+    for t, runs in enumerate(bursts):
+        assert all(start >= landed[t] for start, _ in runs)  # full[s]: the copy has landed
+        if t >= stages:  # empty[s]: every consumer is done with the buffer's last slice
+            assert asked[t] >= max(stop for _, stop in bursts[t - stages])
+
+
 def test_every_step_with_parameters_has_a_retuning_to_check():
     assert set(RETUNED) == {s.id for s in STEPS if s.params}
 

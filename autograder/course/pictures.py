@@ -959,6 +959,69 @@ def _wgmma(fig, step):
     )
 
 
+# The timeline's model (a schematic, not a measurement): one consumer warpgroup's
+# wgmmas on one slice take a unit of time, and a TMA copy COPY_UNITS units from
+# being asked for to landing.
+COPY_UNITS, TIMELINE_SLICES = 3, 10
+
+
+def pipeline_schedule(stages: int, consumers: int):
+    """When each slice's copy is asked for and lands, and when each consumer's wgmmas on
+    it run, in the model above: the tensor cores take the consumers' bursts in turn; a
+    slice's burst waits for its copy (full[s]); slice t's copy waits until every
+    consumer is done with slice t - stages, whose buffer it reuses (empty[s])."""
+    asked, landed, bursts = [], [], []
+    free = 0.0  # when the tensor cores are next free
+    for t in range(TIMELINE_SLICES):
+        asked.append(0.0 if t < stages else bursts[t - stages][-1][1])
+        landed.append(asked[t] + COPY_UNITS)
+        runs = []
+        for _ in range(consumers):
+            start = max(free, landed[t])
+            runs.append((start, start + 1))
+            free = start + 1
+        bursts.append(runs)
+    return asked, landed, bursts
+
+
+def timeline(step_id: str = "12") -> Picture:
+    """Step 12's pipeline over time, as a schematic: the producer asks for each slice,
+    the copy engine brings it, the consumer warpgroups multiply it in turn, and the
+    barriers hand each of the STAGES buffers back and forth."""
+    step = registry.step(step_id)
+    stages, consumers = step.params["STAGES"], step.params["BN"] // 64
+    asked, landed, bursts = pipeline_schedule(stages, consumers)
+    end = bursts[-1][-1][1]
+    fig = Picture(figsize=(WIDTH, 3.6), dpi=DPI)
+    FigureCanvasAgg(fig)
+    ax = _panel(fig, (0.17, 0.2, 0.81, 0.62), (-0.2, end + 0.2), (-0.2, 3 + consumers + 0.2))
+    ax.set_aspect("auto")
+    names = ["producer", "copy engine"] + [f"consumer {c + 1}" for c in range(consumers)]
+    for row, name in enumerate(names):
+        fig.text(0.16, 0.82 - 0.62 * (row + 0.6) / (3 + consumers), name, ha="right",
+                 va="center", fontsize=SMALL + 1)  # fmt: skip
+    for t in range(TIMELINE_SLICES):
+        colour = SLICE_COLOURS[t % len(SLICE_COLOURS)]
+        _box(ax, asked[t], 0.15, 0.12, 0.7, fc=colour, lw=0.6)
+        _box(ax, asked[t], 1.15 + 0.1 * (t % stages), COPY_UNITS, 0.3, fc=colour, lw=0.4)
+        for c, (start, stop) in enumerate(bursts[t]):
+            _box(ax, start, 2.15 + c, stop - start, 0.7, fc=colour, lw=0.6)
+            _text(ax, (start + stop) / 2, 2.5 + c, str(t), size=SMALL, color=_ink(colour))
+    _arrow(ax, (0, 2.1 + consumers), (end, 2.1 + consumers), lw=0.8)
+    _text(ax, end, 2.35 + consumers, "time", ha="right", va="top", size=SMALL + 1)
+    fig.text(
+        0.02,
+        0.02,
+        f"Slices 0…{TIMELINE_SLICES - 1}, {stages} buffers (a schematic: a copy takes "
+        f"{COPY_UNITS} bursts). A copy lands: full[t % {stages}]\nlets the consumers "
+        f"start; all are done with slice t: empty[t % {stages}] lets the producer ask "
+        f"for t + {stages}.",
+        fontsize=SMALL + 1,
+    )
+    fig.suptitle(f"Step {step.id}: the pipeline over time", fontsize=13, fontweight="bold")
+    return fig
+
+
 # --- Step 09: choosing by shape -------------------------------------------------------
 
 SHAPE_TILES = (2, 2)  # the example C, in tile rows and tile columns
