@@ -1590,10 +1590,7 @@ def ablation_table(step_id: str = "08") -> Markdown:
 
     whole = registry.step(step_id).name
     variants = ablation.variants(step_id)
-    labels = {whole, *(v.label for v in variants), bench.CUBLAS_TF32}
-    rows = []
-    for path in sorted(DATA.glob(f"{ablation.kind(step_id)}_*.csv")):
-        rows += [r for r in bench.read_csv(path) if r.kernel in labels]
+    rows = _ablation_rows(step_id)
     command = "python -m autograder bench --ablation"
     if step_id != ablation.STEP:
         command += f" {step_id}"
@@ -1627,7 +1624,7 @@ def ablation_table(step_id: str = "08") -> Markdown:
             elif label == whole:
                 shown.append(f"{pct(r):.1f}%")
             else:
-                shown.append(f"{pct(r):.1f}% ({full.gflops / r.gflops - 1:+.0%})")
+                shown.append(f"{pct(r):.1f}% ({_worth(full, r):+.0%})")
         lines.append(f"| {label} | " + " | ".join(shown) + " |")
     first = rows[0]
     lines.append(
@@ -1637,22 +1634,34 @@ def ablation_table(step_id: str = "08") -> Markdown:
     return Markdown("\n".join(lines))
 
 
+def _ablation_rows(step_id: str) -> list[bench.Row]:
+    """The committed rows of a step's ablation run: the whole kernel, its variants and
+    cuBLAS with TF32 where the run timed it."""
+    from autograder.measure import ablation
+
+    labels = {registry.step(step_id).name, bench.CUBLAS_TF32}
+    labels |= {v.label for v in ablation.variants(step_id)}
+    return [
+        r
+        for path in sorted(DATA.glob(f"{ablation.kind(step_id)}_*.csv"))
+        for r in bench.read_csv(path)
+        if r.kernel in labels
+    ]
+
+
+def _worth(whole: bench.Row, variant: bench.Row) -> float:
+    """What a trick is worth: the whole kernel's rate over the variant's, less 1."""
+    return whole.gflops / variant.gflops - 1
+
+
 def ablation_worth(step_id: str, trick: str, size=LARGEST) -> float:
     """What the trick that starts with `trick` is worth in the step's committed ablation
-    run, as its table says it: the whole kernel's rate over the variant's, less 1, in
-    per cent (negative: the whole kernel was the slower)."""
+    run, in per cent, as its table says it (negative: the whole kernel was the slower)."""
     from autograder.measure import ablation
 
     (variant,) = [v for v in ablation.variants(step_id) if v.trick.startswith(trick)]
-    key = _size(size)
-    rows = {
-        r.kernel: r
-        for path in sorted(DATA.glob(f"{ablation.kind(step_id)}_*.csv"))
-        for r in bench.read_csv(path)
-        if (r.M, r.N, r.K) == key
-    }
-    whole = rows[registry.step(step_id).name]
-    return 100 * (whole.gflops / rows[variant.label].gflops - 1)
+    rows = {r.kernel: r for r in _ablation_rows(step_id) if (r.M, r.N, r.K) == _size(size)}
+    return 100 * _worth(rows[registry.step(step_id).name], rows[variant.label])
 
 
 # ---- the ladder at a glance: the landing page's chart and table, each chapter's rung ----

@@ -57,24 +57,20 @@ def test_only_the_tensor_core_steps_round_their_inputs():
 
 @functools.cache
 def _built(step_id: str, arch: str) -> compiler.Compiled:
+    """The step's kernel built for arch by NVRTC, once per test session."""
     step = registry.step(step_id)
     return compiler.compile_for_arch(step.source(), [step.name_expression], arch, step.path.name)
 
 
-def _compiled(step, arch):
-    """step's kernel built for arch by NVRTC, once per test session."""
-    return _built(step.id, arch)
-
-
 @by_build
 def test_kernel_compiles_for_its_gpus_without_spills(step, arch):
-    resources = _compiled(step, arch).resources[step.name_expression]
+    resources = _built(step.id, arch).resources[step.name_expression]
     assert resources.problems(step.geometry.threads) == [], str(resources)
 
 
 @by_build
 def test_launch_bounds_match_the_registry(step, arch):
-    maxntid = re.search(r"\.maxntid (\d+), (\d+), (\d+)", _compiled(step, arch).ptx)
+    maxntid = re.search(r"\.maxntid (\d+), (\d+), (\d+)", _built(step.id, arch).ptx)
     assert int(maxntid[1]) * int(maxntid[2]) * int(maxntid[3]) == step.geometry.threads
 
 
@@ -87,7 +83,7 @@ SM80_AND_LATER_SHARED_BYTES = 99 * 1024
 
 @by_build
 def test_shared_memory_fits_every_gpu_it_runs_on(step, arch):
-    resources = _compiled(step, arch).resources[step.name_expression]
+    resources = _built(step.id, arch).resources[step.name_expression]
     most = (
         hardware.arch(step.target[:-1]).shared_per_block_optin
         if step.target
