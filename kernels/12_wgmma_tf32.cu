@@ -188,7 +188,7 @@ sgemm_wgmma(int M, int N, int K, float alpha, const float* A, const float* B, fl
   if (threadIdx.x == 0) {
     for (int s = 0; s < STAGES; ++s) {
       bar_init(&full[s], fullCount);
-      bar_init(&empty[s], 4 * CONSUMERS);  // lane 0 of each consumer warp
+      bar_init(&empty[s], 128 * CONSUMERS);  // every consumer thread
     }
     // Make the initialized barriers visible to the copy engine.
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
@@ -320,7 +320,10 @@ sgemm_wgmma(int M, int N, int K, float alpha, const float* A, const float* B, fl
     // wgmmas, warning C7513, and ran slower.) The other consumer warpgroup's
     // wgmmas keep the tensor cores busy meanwhile.
     wgmma_wait<0>();
-    if (lane == 0) bar_arrive(&empty[s]);
+    // Every thread says it is done with the buffer: one arrival per warp after
+    // a __syncwarp would do as well, but compute-sanitizer's racecheck cannot
+    // see that the warp's loads come before it, and reports a race.
+    bar_arrive(&empty[s]);
   }
   // [docs:consumer-end]
 
