@@ -21,6 +21,7 @@ from autograder import judge
 from autograder.judge import checker, timing, verdicts
 from autograder.judge.timing import ExactSample, Fingerprint, Measurement
 from autograder.ladder import registry
+from autograder.run import gpu
 from autograder.run.backends import Backend
 
 SIZE = (96, 80, 40)  # a timed size the cheats aim at; small, so the CPU is quick
@@ -105,7 +106,7 @@ def test_a_kernel_that_misbehaves_only_when_timed_costs_only_its_speed_points(ke
         assert "timed!" in report.notes[0]
 
 
-def test_a_rate_above_the_gpus_fp32_peak_is_rejected():
+def test_a_rate_above_what_the_gpu_computes_to_fp32_accuracy_is_rejected():
     size = (2048, 2048, 2048)
     fast = Measurement("yours", size, [1e-6])  # 17 PFLOP/s
     reference = Measurement("reference", size, [1e-3])
@@ -115,7 +116,25 @@ def test_a_rate_above_the_gpus_fp32_peak_is_rejected():
     outcome.peak_gflops, outcome.device_name = 66900.0, "NVIDIA H100 80GB HBM3"
     speed = verdicts.judge_speed(outcome, registry.step("05"), verdicts.grading_config())
     assert not speed.passed
-    assert "more than this GPU's FP32 peak of 66900 GFLOP/s" in speed.message
+    assert "more than this GPU can compute to FP32 accuracy (66900 GFLOP/s" in speed.message
+
+
+def test_3xtf32_may_pass_the_fp32_peak_on_gpus_with_tf32_tensor_cores_alone():
+    """An FP32-exact kernel on an H100's tensor cores (step 13) may run up to 8/3 of the
+    FP32 peak and keeps its points; on a T4 (no TF32) the FP32 peak is the limit."""
+    h100 = gpu.DeviceInfo("NVIDIA H100 80GB HBM3", (9, 0), 132, 1980.0, "13.2", "14.2.0")
+    t4 = gpu.DeviceInfo("Tesla T4", (7, 5), 40, 1590.0, "12.4", "13.3.0")
+    assert h100.fp32_accurate_peak_gflops == pytest.approx(h100.fp32_peak_gflops * 8 / 3)
+    assert t4.fp32_accurate_peak_gflops == t4.fp32_peak_gflops
+    size = (2048, 2048, 2048)
+    seconds = 2 * 2048**3 / (2 * h100.fp32_peak_gflops * 1e9)  # twice the FP32 peak
+    outcome = judge.Outcome(
+        checker.Report("k", "gpu", 1),
+        [{"yours": Measurement("yours", size, [seconds] * 20),
+          "reference": Measurement("reference", size, [1e-3] * 20)}],
+    )  # fmt: skip
+    outcome.peak_gflops, outcome.device_name = h100.fp32_accurate_peak_gflops, h100.name
+    assert verdicts.judge_speed(outcome, registry.step("05"), verdicts.grading_config()).passed
 
 
 def test_a_gpu_too_noisy_to_decide_is_the_graders_fault_and_not_the_kernels():

@@ -29,8 +29,9 @@ launch for launch in turn, so that both see the same GPU clocks):
   with the exact product (ExactSample), within the checker's own per-element
   tolerance: a kernel that passes the checker passes this too.
 
-A kernel whose timed output was wrong gets no speed; so does a rate above the
-device's FP32 peak, which no FP32 kernel can reach (autograder.judge.verdicts).
+A kernel whose timed output was wrong gets no speed; so does a rate above what
+the device can compute to FP32 accuracy (its FP32 peak, or 3xTF32's on its
+tensor cores), which no FP32-exact kernel can reach (autograder.judge.verdicts).
 
 `sample` is the other way of timing, for `bench` and `tune`: runs timed in turn on
 the same inputs until their noise settles, each figure with its spread.

@@ -114,9 +114,9 @@ def judge_speed(outcome, step: registry.Step, config: dict) -> Speed:
     if peak and gflops > peak:
         return Speed(
             False,
-            f"{gflops:.0f} GFLOP/s at {M}x{N}x{K} is more than this GPU's FP32 peak of "
-            f"{peak:.0f} GFLOP/s: no FP32 kernel runs that fast, so the timing is rejected "
-            "and the speed test scores zero",
+            f"{gflops:.0f} GFLOP/s at {M}x{N}x{K} is more than this GPU can compute to FP32 "
+            f"accuracy ({peak:.0f} GFLOP/s: its FP32 peak, or 3xTF32 on its tensor cores), "
+            "so the timing is rejected and the speed test scores zero",
             [round(g, 1) for g in yours],
         )
     minimum, source = threshold(step, outcome.device_name, reference, config)

@@ -102,7 +102,8 @@ class Backend:
     sync: Callable[[], None]
     # What a crashed kernel raises here, and what to tell the learner about it.
     crashes: tuple[type[Exception], ...]
-    # The device's FP32 peak in GFLOP/s: no FP32 kernel can be faster. None on the CPU.
+    # The most GFLOP/s the device can compute to FP32 accuracy: its FP32 peak, or
+    # 3xTF32's on its tensor cores (gpu.DeviceInfo). None on the CPU.
     peak_gflops: float | None = None
     flush_caches: Callable[[], None] = lambda: None
     confinement: str = ""  # how the process running the kernels is confined, in full
@@ -225,7 +226,7 @@ class GpuBackend(Backend):
                 cupy.cuda.driver.CUDADriverError,
                 cupy.cuda.memory.OutOfMemoryError,
             ),
-            peak_gflops=info.fp32_peak_gflops,
+            peak_gflops=info.fp32_accurate_peak_gflops,
             flush_caches=lambda: self._flush.fill(0),
         )
 

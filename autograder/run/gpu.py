@@ -61,6 +61,15 @@ class DeviceInfo:
         lanes = _FP32_LANES.get(self.compute_capability, 128)
         return self.sms * lanes * 2 * self.clock_mhz / 1e3
 
+    @property
+    def fp32_accurate_peak_gflops(self) -> float:
+        """The fastest this GPU can compute a product to FP32 accuracy by any means
+        the course knows: its FP32 lanes, or its TF32 tensor cores at three products
+        per term (3xTF32, kernels/13_wgmma_3xtf32.cu: 8/3 of the FP32 peak on an
+        H100). What a timed FP32 kernel may not pass (autograder.judge.verdicts)."""
+        tf32 = tf32_per_fp32(self.compute_capability) or 0.0
+        return self.fp32_peak_gflops * max(1.0, tf32 / 3)
+
 
 def tf32_per_fp32(compute_capability: tuple[int, int]) -> float | None:
     """How many times its FP32 peak a GPU's dense TF32 tensor-core peak is (8 on an A100
