@@ -12,8 +12,9 @@ import matplotlib.pyplot as plt
 from IPython.display import Markdown
 
 from autograder.course import explorers, pictures
+from autograder.judge import checker
 from autograder.ladder import registry
-from autograder.measure import bench
+from autograder.measure import accuracy, bench
 from autograder.run import gpu
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -193,7 +194,7 @@ def beyond() -> Markdown:
         f"Measured by `python -m autograder bench {steps}` on an {first.gpu}, {first.date}, "
         f"CUDA {first.cuda}, CuPy {first.cupy}; cuBLAS is strict FP32 (TF32 off), timed in "
         "the same run, and cuBLAS_TF32 is cuBLAS with TF32 on (data: "
-        '`book/data/beyond_*.csv`). For 11 and 12, the "% FP32 peak" passes 100%: tensor '
+        '`book/data/beyond_*.csv`). For 11, 12 and 13, the "% FP32 peak" passes 100%: tensor '
         "cores are not FP32 lanes."
     )
 
@@ -201,6 +202,15 @@ def beyond() -> Markdown:
 def _steps_timed(rows: list[bench.Row]) -> str:
     """The steps a run timed, as `bench` takes them: '08 10 11 12' (cuBLAS's rows aside)."""
     return " ".join(dict.fromkeys(r.kernel[:2] for r in rows if r.kernel[:2].isdigit()))
+
+
+def _run_source(rows: list[bench.Row]) -> str:
+    """Where a run's figures come from: its GPU, date, versions, command and sampling."""
+    first = rows[0]
+    return (
+        f"{first.gpu}, {first.date}, CUDA {first.cuda}, CuPy {first.cupy}: "
+        f"`python -m autograder bench {_steps_timed(rows)}`; {bench.sampling(rows)}."
+    )
 
 
 def step_result(step_id: str) -> Markdown:
@@ -1280,6 +1290,65 @@ def grid_fill(step_ids, sizes, gpu_name: str = "H100 SXM") -> Markdown:
     )
 
 
+def fp32_on_tensor_cores_table(step_id: str = "13", tf32_step: str = "12") -> Markdown:
+    """An FP32-exact tensor-core step beside strict cuBLAS, the FP32-accurate peak (3xTF32's:
+    a third of the TF32 peak) and the TF32 step it splits its inputs for, all timed in one
+    run (book/data/beyond_*.csv): each ratio computed from the figures in its row."""
+    rows = beyond_results()
+    timed = {(r.M, r.N, r.K): r for r in rows if r.kernel == _kernel(step_id)}
+    tf32 = {(r.M, r.N, r.K): r for r in rows if r.kernel == _kernel(tf32_step)}
+    n, t = int(step_id), int(tf32_step)
+    # The committed run's GPU is an H100: 3xTF32 peaks at a third of its TF32 rate.
+    accurate_peak = gpu.tf32_per_fp32((9, 0)) / 3
+    lines = [
+        f"| M×N×K | {n}, GFLOP/s | cuBLAS strict FP32, GFLOP/s | {n} ÷ strict FP32 "
+        f"| {n}, % of the 3xTF32 peak | {t} (TF32), GFLOP/s | {n} ÷ {t} |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for key, r in sorted(timed.items(), key=lambda kv: math.prod(kv[0])):
+        lines.append(
+            f"| {r.M}×{r.N}×{r.K} | {r.gflops:.0f} | {r.cublas_gflops:.0f} "
+            f"| {r.gflops / r.cublas_gflops:.2f}× | {r.pct_peak / accurate_peak:.1f}% "
+            f"| {tf32[key].gflops:.0f} | {r.gflops / tf32[key].gflops:.2f} |"
+        )
+    return Markdown(
+        "\n".join(lines) + f"\n\n{_run_source(rows)} The 3xTF32 peak is a third of the dense "
+        "TF32 tensor-core rate at the boost clock the FP32 peak "
+        f"is counted at: {accurate_peak:.2f} times the FP32 peak on an H100."
+    )
+
+
+# ---- FP32 accuracy on tensor cores: book/data/fp32_accuracy_<gpu>.csv ----
+
+
+def fp32_accuracy(gpu: str = TUNED_ON) -> list[accuracy.Row]:
+    return accuracy.read(DATA / f"fp32_accuracy_{gpu}.csv")
+
+
+def fp32_accuracy_table(gpu: str = TUNED_ON) -> Markdown:
+    """Each result's largest and median error in FP32 units, and its largest as a share
+    of the checker's FP32 tolerance at that K: above 1, the checker fails it."""
+    rows = fp32_accuracy(gpu)
+    lines = [
+        "| inputs | result | max e, in 2⁻²⁴ | median e, in 2⁻²⁴ | max e ÷ FP32 tolerance "
+        "| ‖C − exact‖ / ‖exact‖ |",
+        "|---|---|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        tolerance = checker.tolerance_factor(r.K)
+        lines.append(
+            f"| {r.inputs} | {r.result} | {r.max_e / checker.U:.1f} | {r.median_e / checker.U:.2f} "
+            f"| {r.max_e / tolerance:.2f} | {r.relative_norm:.1e} |"
+        )
+    first = rows[0]
+    return Markdown(
+        "\n".join(lines) + f"\n\nAt {first.K}³, e = |C − exact| / (|A||B|), element by element, "
+        f"against a float64 product; the FP32 tolerance is the checker's, (8 + 2√K) 2⁻²⁴ at "
+        f"K = {first.K}. {first.gpu}, {first.date}, CUDA {first.cuda}, CuPy {first.cupy} "
+        "(`book/fp32_accuracy.py`)."
+    )
+
+
 # ---- the accuracy of TF32: book/data/tf32_accuracy_<gpu>.txt ----
 
 
@@ -1337,12 +1406,9 @@ def tf32_table(step_id: str = "11") -> Markdown:
             f"| {100 * r.gflops / lib.gflops:.1f}% | {r.pct_peak * tf32_peak_pct:.1f}% "
             f"| {r.cublas_gflops:.0f} | {r.gflops / r.cublas_gflops:.2f}× |"
         )
-    first = rows[0]
-    steps = _steps_timed(rows)
     return Markdown(
-        "\n".join(lines) + f"\n\n{first.gpu}, {first.date}, CUDA {first.cuda}, CuPy {first.cupy}: "
-        f"`python -m autograder bench {steps}`; {bench.sampling(rows)}. "
-        "The TF32 peak is the dense tensor-core rate at the boost clock the FP32 peak is "
+        "\n".join(lines) + f"\n\n{_run_source(rows)} The TF32 peak is the dense tensor-core "
+        "rate at the boost clock the FP32 peak is "
         f"counted at, {gpu.tf32_per_fp32((9, 0)):.0f} times it on an H100."
     )
 

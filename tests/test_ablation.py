@@ -1,4 +1,4 @@
-"""The ablations of step 08 (the last FP32 step) and step 12 (Hopper's): each variant
+"""The ablations of step 08 (the last FP32 step) and steps 12 and 13 (Hopper's): each variant
 takes out what it says, and only that, and is still a right kernel, on the CPU where
 the kernel runs there and on a GPU that runs it (the timings themselves are
 `bench --ablation`'s)."""
@@ -30,13 +30,13 @@ def test_a_substitution_that_no_longer_applies_is_refused_by_name():
         ablation.spec(stale)
 
 
-HOPPER = ablation.variants("12")
+HOPPER = ablation.variants("12") + ablation.variants("13")
 
 
 @pytest.mark.parametrize("variant", HOPPER, ids=lambda v: v.trick)
 def test_every_hopper_variant_changes_the_kernel_and_builds_for_sm90a(variant):
     spec = ablation.spec(variant)
-    whole = registry.step("12").with_params(**variant.params)
+    whole = registry.step(variant.step).with_params(**variant.params)
     assert spec.source != whole.source() or variant.params, "the variant takes nothing out"
     built = compiler.compile_for_arch(spec.source, [spec.name_expression], "sm_90a", spec.filename)
     resources = built.resources[spec.name_expression]
@@ -47,8 +47,9 @@ def test_every_hopper_variant_changes_the_kernel_and_builds_for_sm90a(variant):
 @pytest.mark.parametrize("variant", HOPPER, ids=lambda v: v.trick)
 def test_every_hopper_variant_is_right_on_a_gpu_that_runs_it(variant):
     reason = gpu.unavailable_reason()
-    if reason is None and not registry.step("12").runs_on_gpu(gpu.device_info().arch):
-        reason = f"step 12 needs sm_90a; this GPU is {gpu.device_info().arch}"
+    step = registry.step(variant.step)
+    if reason is None and not step.runs_on_gpu(gpu.device_info().arch):
+        reason = f"{step.name} needs sm_90a; this GPU is {gpu.device_info().arch}"
     if reason:
         pytest.skip(reason)
     report = judge.check(ablation.spec(variant), shapes=SMALL)

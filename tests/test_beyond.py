@@ -25,6 +25,9 @@ by_name = pytest.mark.parametrize("step", registry.BEYOND, ids=lambda s: s.name)
 # Each step with each architecture it is built for: sm_80 and later, or its own target.
 BUILDS = [(s, a) for s in registry.BEYOND for a in ((s.target,) if s.target else NEW_ARCHS)]
 by_build = pytest.mark.parametrize("step, arch", BUILDS, ids=lambda x: getattr(x, "name", x))
+# The steps built on wgmma and TMA, for sm_90a alone.
+HOPPER = [s for s in registry.BEYOND if s.target == "sm_90a"]
+by_hopper = pytest.mark.parametrize("step", HOPPER, ids=lambda s: s.name)
 
 
 def test_beyond_steps_are_found_by_name_but_are_not_graded_steps():
@@ -36,8 +39,12 @@ def test_beyond_steps_are_found_by_name_but_are_not_graded_steps():
     assert all(s.min_arch == "sm_80" and s.runs_on("sm_90") for s in sm80)
 
 
-def test_the_wgmma_step_builds_for_sm90a_alone_and_runs_on_an_h100_alone():
-    step = registry.step("12")
+def test_the_hopper_steps_are_12_and_13():
+    assert [s.id for s in HOPPER] == ["12", "13"]
+
+
+@by_hopper
+def test_the_wgmma_steps_build_for_sm90a_alone_and_run_on_an_h100_alone(step):
     assert step.target == "sm_90a" and step.needs == "sm_90a"
     assert step.runs_on("sm_90a") and not step.runs_on("sm_90") and not step.runs_on("sm_100a")
     assert step.runs_on_gpu("sm_90") and not step.runs_on_gpu("sm_80")
@@ -100,25 +107,27 @@ def test_tma_describes_only_rows_that_start_at_16_byte_multiples():
     assert bytes(tensor_maps.NONE) == bytes(tensor_maps.MAP_BYTES)
 
 
-def test_the_wgmma_step_takes_the_tma_contract_and_not_the_gemms():
-    step = registry.step("12")
+@by_hopper
+def test_the_wgmma_steps_take_the_tma_contract_and_not_the_gemms(step):
     source = step.source()
     contract.check(source, step.name_expression, step.path.name, contract.TMA)
     with pytest.raises(contract.Mismatch, match="more parameters than the contract"):
         contract.check(source, step.name_expression, step.path.name, contract.GEMM)
-    without_maps = source.replace(
-        "float* C, const __grid_constant__ TensorMap mapA,\n"
-        "            const __grid_constant__ TensorMap mapB)",
+    without_maps = re.sub(
+        r"float\* C, const __grid_constant__ TensorMap mapA,\s+const __grid_constant__ "
+        r"TensorMap mapB\)",
         "float* C)",
+        source,
     )
     assert without_maps != source
     with pytest.raises(contract.Mismatch, match="no mapA and no mapB"):
         contract.check(without_maps, step.name_expression, step.path.name, contract.TMA)
 
 
-def test_the_registry_knows_the_wgmma_kernels_fixed_tile_sizes():
+@by_hopper
+def test_the_registry_knows_the_wgmma_kernels_fixed_tile_sizes(step):
     """The launch geometry and TMA boxes (registry) and the kernel agree on BM and BK."""
-    source = registry.step("12").source()
+    source = step.source()
     assert f"constexpr int BM = {registry.WGMMA_BM};" in source
     assert f"constexpr int BK = {registry.WGMMA_BK};" in source
 
@@ -139,9 +148,9 @@ def test_kernel_is_refused_for_older_gpus_with_the_reason(step, older):
         compiler.compile_for_arch(step.source(), [step.name_expression], older, step.path.name)
 
 
-def test_the_wgmma_step_is_refused_for_plain_sm90_which_has_no_wgmma():
-    step = registry.step("12")
-    with pytest.raises(compiler.CompileError, match=r"12_wgmma_tf32 needs sm_90a"):
+@by_hopper
+def test_the_wgmma_steps_are_refused_for_plain_sm90_which_has_no_wgmma(step):
+    with pytest.raises(compiler.CompileError, match=rf"{step.name} needs sm_90a"):
         compiler.compile_for_arch(step.source(), [step.name_expression], "sm_90", step.path.name)
 
 
@@ -191,6 +200,40 @@ def _drop_last_k(M, N, K, alpha, A, B, beta, C):
     """A TF32 kernel with an off-by-one: its loop over K stops one short."""
     A, B = A.reshape(M, K)[:, :-1].ravel(), B.reshape(K, N)[:-1].ravel()
     _tf32_launch(M, N, K - 1, alpha, A, B, beta, C)
+
+
+def _split(x):
+    """x = big + small, both TF32, as kernels/13_wgmma_3xtf32.cu splits each input."""
+    big = tf32(x)
+    return big, tf32(x - big)
+
+
+def _three_tf32_launch(M, N, K, alpha, A, B, beta, C, terms=3):
+    """What step 13 computes: the three (or fewer) largest products of the split
+    inputs, summed in float."""
+    (a, a_small), (b, b_small) = _split(A.reshape(M, K)), _split(B.reshape(K, N))
+    products = [(a, b_small), (a_small, b), (a, b)][3 - terms :]
+    product = sum(x.astype(np.float64) @ y.astype(np.float64) for x, y in products)
+    C[:] = (alpha * product + beta * C.reshape(M, N)).astype(np.float32).ravel()
+
+
+@pytest.mark.parametrize("shape", checker.SMALL + checker.MEDIUM, ids=str)
+def test_three_tf32_products_pass_the_fp32_tolerance(shape):
+    """3xTF32 is judged as an FP32 kernel (no input_roundoff), and its arithmetic
+    passes: the split leaves at most 2^-22 of each input out."""
+    assert registry.step("13").input_roundoff == 0
+    rng = np.random.default_rng(0)
+    for beta in (0.0, checker.BETA):
+        result = checker.run_case(np, _three_tf32_launch, shape, beta, rng)
+        assert result.ok, result.message
+
+
+def test_two_tf32_products_fail_the_fp32_tolerance():
+    """Each of the small products is needed: with one left out, the error is a TF32 one."""
+    rng = np.random.default_rng(0)
+    two = functools.partial(_three_tf32_launch, terms=2)
+    result = checker.run_case(np, two, checker.MEDIUM[0], checker.BETA, rng)
+    assert not result.ok
 
 
 def test_the_tf32_tolerance_still_catches_a_dropped_term_of_k():

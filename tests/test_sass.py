@@ -87,6 +87,19 @@ def test_the_wgmma_step_multiplies_with_hgmma_fed_by_tma_copies():
 
 
 @needs_nvdisasm
+def test_the_3xtf32_step_issues_three_wgmmas_where_step_12_issues_one():
+    """Step 13 on sm_90a: per 8 of k, big x small, small x big and big x big; the
+    same TMA copies as step 12 (the small parts are made in shared memory)."""
+    step = registry.step("13")
+    e = sass.evidence(step, "sm_90a")
+    assert e.k_per_iteration == registry.WGMMA_BK
+    assert e.loop.opcodes["HGMMA.64x256x8.F32.TF32"] == 3 * registry.WGMMA_BK // 8, e.table()
+    assert e.loop.counts["UTMALDG"] == 1 + step.params["BN"] // 32, e.table()
+    assert e.math_name == "HGMMA"
+    assert e.resources.spill_store_bytes + e.resources.spill_load_bytes == 0
+
+
+@needs_nvdisasm
 def test_the_2d_tiled_loop_loads_shared_memory_with_lds128_only_on_the_h100():
     step = registry.step("blocktiling_2d")
     e = sass.evidence(step, "sm_90")

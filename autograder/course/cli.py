@@ -158,7 +158,7 @@ def _parser() -> argparse.ArgumentParser:
         help="time a step (the last FP32 one, 08, unless STEP: 12 has one too) with each of "
         "its tricks taken out in turn (autograder/measure/ablation.py), beside the whole "
         "kernel and cuBLAS, at 4096 and 4095x4097x4093 unless --sizes; into "
-        "book/data/ablation_<gpu>.csv (ablation12_<gpu>.csv for 12)",
+        "book/data/ablation_<gpu>.csv (ablation12_<gpu>.csv for 12, and so on)",
     )
     b.add_argument(
         "--sweep",

@@ -959,6 +959,61 @@ def _wgmma(fig, step):
     )
 
 
+# --- Step 13: 3xTF32 -------------------------------------------------------------
+
+MANTISSA, TF32_BITS = 23, 10  # FP32's stored mantissa bits, and the ones TF32 keeps
+
+
+def _split(fig, step):
+    """One FP32 number split into two TF32 numbers, and the three wgmmas that
+    multiply the parts (kernels/13_wgmma_3xtf32.cu)."""
+    fig.set_size_inches(WIDTH, 3.3)
+    # Top: the mantissa bits each part holds.
+    top = _panel(fig, (0.03, 0.52, 0.94, 0.3), (-9.5, MANTISSA + 0.5), (-1.6, 2.6))
+    parts = (
+        (0, TF32_BITS, BLUE, "big = tf32(x): the first 10"),
+        (TF32_BITS, TF32_BITS + 1, ORANGE, "small = tf32(x − big): the next 11"),
+        (2 * TF32_BITS + 1, MANTISSA - 2 * TF32_BITS - 1, GREY, ""),
+    )
+    _box(top, -9, 0, 1, 1, fc=GREY)
+    _text(top, -8.5, 0.5, "s", size=SMALL)
+    _box(top, -8, 0, 8, 1, fc=SKY)
+    _text(top, -4, 0.5, "exponent: 8 bits", size=SMALL)
+    for first, count, colour, label in parts:
+        for b in range(first, first + count):
+            _box(top, b, 0, 1, 1, fc=colour, ec="white", lw=0.8)
+        _box(top, first, 0, count, 1, lw=1)
+        _caption(top, first + count / 2, 1.2, label)
+    _text(top, 0, -0.3, "FP32 x: 23 mantissa bits", ha="left", va="bottom", size=SMALL + 1)
+    _text(top, MANTISSA, -0.3, "the last 2: rounded into small", ha="right", va="bottom",
+          size=SMALL + 1)  # fmt: skip
+    # Bottom: the sum of products, as the consumers issue it.
+    terms = (
+        ("big_a · small_b", ORANGE),
+        ("small_a · big_b", ORANGE),
+        ("big_a · big_b", BLUE),
+    )
+    fig.text(0.03, 0.33, "a · b ≈", fontsize=TEXT, va="center")
+    for i, (term, colour) in enumerate(terms):
+        x = 0.15 + 0.22 * i
+        fig.text(x + 0.1, 0.33, term, fontsize=TEXT, ha="center", va="center",
+                 bbox={"facecolor": colour, "alpha": 0.35, "edgecolor": "black"})  # fmt: skip
+        if i < len(terms) - 1:
+            fig.text(x + 0.21, 0.33, "+", fontsize=TEXT, ha="center", va="center")
+    p = step.params
+    slice_kb = (step.geometry.shared_bytes - 1024) // p["STAGES"] // 1024
+    fig.text(
+        0.03,
+        0.2,
+        "Three wgmmas where step 12 issued one, small terms first; small_a · small_b,\n"
+        "at most 2⁻²² of |a b|, is left out. The producer splits A's slices in shared\n"
+        f"memory ({slice_kb} KB a slice with the small parts: {p['STAGES']} in flight), "
+        f"the {_plural(p['BN'] // 64, 'consumer')}\nsplit B's fragments as they load them.",
+        fontsize=SMALL + 1,
+        va="top",
+    )
+
+
 # The timeline's model (a schematic, not a measurement): one consumer warpgroup's
 # wgmmas on one slice take a unit of time, and a TMA copy COPY_UNITS units from
 # being asked for to landing.
@@ -1143,6 +1198,7 @@ DRAWINGS: dict[str, Callable[[Figure, registry.Step], None]] = {
     "by_shape": _by_shape,
     "tensor_core_tf32": _tensor_core,
     "wgmma_tf32": _wgmma,
+    "wgmma_3xtf32": _split,
 }
 
 

@@ -470,13 +470,14 @@ def _tensor_core_tiles(p: Mapping[str, int]) -> Geometry:
 WGMMA_BM, WGMMA_BK = 256, 32
 
 
-def _warpgroup_tiles(p: Mapping[str, int]) -> Geometry:
+def _warpgroup_tiles(p: Mapping[str, int], a_buffers: int = 1) -> Geometry:
     """One producer warpgroup and BN / 64 consumer warpgroups per block of
     WGMMA_BM x BN of C; STAGES slices of A and B in dynamic shared memory, and
     1024 bytes to align them to the swizzle's period. TMA brings a slice of A
     in one box and one of B in boxes 32 columns wide (128 bytes, the swizzle's
-    row)."""
-    floats = p["STAGES"] * WGMMA_BK * (WGMMA_BM + p["BN"])
+    row). a_buffers: 2 where a slice of A is kept twice (step 13: its big and
+    its small parts)."""
+    floats = p["STAGES"] * WGMMA_BK * (a_buffers * WGMMA_BM + p["BN"])
     return Geometry(
         (128 * (1 + p["BN"] // 64), 1),
         (WGMMA_BM, p["BN"]),
@@ -539,6 +540,17 @@ BEYOND: tuple[Step, ...] = (
         layout=_warpgroup_tiles,
         min_arch="sm_90a",
         input_roundoff=TF32_TRUNCATED_ROUNDOFF,
+        contract="tma",
+    ),
+    Step(
+        "13",
+        "wgmma_3xtf32",
+        "FP32 on tensor cores (3xTF32)",
+        "sgemm_wgmma_3xtf32",
+        # Step 12's tiles; a slice takes 80 KB with A's small parts, so two fit.
+        params=dict(BN=128, STAGES=2),
+        layout=partial(_warpgroup_tiles, a_buffers=2),
+        min_arch="sm_90a",
         contract="tma",
     ),
 )

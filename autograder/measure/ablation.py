@@ -1,6 +1,6 @@
 """What each trick of a step is worth: its kernel with one trick taken out at a
 time, timed beside the whole kernel and cuBLAS (`bench --ablation [STEP]`): the
-last FP32 step's (08), and the Hopper step's (12).
+last FP32 step's (08), and the Hopper steps' (12 and 13).
 
 A variant is the kernel's own source with substitutions, each of which must
 apply exactly once (as the planted bugs of tests/planted.py do), so that a
@@ -100,6 +100,15 @@ VARIANTS = (
         (("const bool readC = beta != 0.0f;", "const bool readC = true;"),),
         step="12",
     ),
+    # Step 13 (kernels/13_wgmma_3xtf32.cu): the one place it trades range for speed.
+    Variant(
+        "the unguarded split in the producer (split_fast; B's guarded split in its place)",
+        tuple(
+            (f"split_fast(x.{c}, b[{i}], l[{i}]);", f"split(x.{c}, b[{i}], l[{i}]);")
+            for i, c in enumerate("xyzw")
+        ),
+        step="13",
+    ),  # fmt: skip
 )
 # The steps that have an ablation.
 STEPS = tuple(dict.fromkeys(v.step for v in VARIANTS))
