@@ -5,6 +5,7 @@ of the kernels carries no build-machine paths and no [docs:] anchors. All on the
 CPU: the figures draw from committed data and compile with NVRTC."""
 
 import ast
+import math
 import re
 import sys
 from pathlib import Path
@@ -304,3 +305,25 @@ def test_the_ablation_table_gives_each_tricks_worth_from_the_committed_rows(tmp_
     for v in ablation.variants("12"):
         assert f"| {v.label} | 60.0% (+25%) |" in table, table
     assert "bench --ablation 12`" in table
+
+
+def test_chapter_13s_words_hold_for_the_committed_accuracy_run():
+    """Chapter 13 says in words where 3xTF32 gives FP32 results and where it does not;
+    a re-measured run that no longer bears them out fails here, not in a reader's eyes."""
+    from autograder.judge import checker
+
+    rows = {(r.inputs, r.result): r for r in figures.fp32_accuracy()}
+    step13, strict = "13_wgmma_3xtf32 (3xTF32)", "cuBLAS, strict FP32"
+    tolerance = checker.tolerance_factor(next(iter(rows.values())).K)
+
+    def share(inputs, result):
+        return rows[inputs, result].max_e / tolerance
+
+    assert share("standard normal", step13) < 1  # FP32 results on well-scaled data
+    spread = "magnitudes over 12 decades"
+    assert share(spread, step13) > 1 > share(spread, strict)  # not where a few terms dominate
+    assert share(spread, "3xTF32 split, exact sum") < 1  # lost in the additions, not the split
+    tiny, top = "A near 2^-120, B near 2^100", "A near the largest float, B near 2^-120"
+    assert share(tiny, step13) < 1.5 * share("standard normal", step13)  # subnormals kept
+    assert math.isnan(rows[top, step13].max_e) and math.isnan(rows[top, "cuBLAS, TF32"].max_e)
+    assert not math.isnan(rows[top, "12_wgmma_tf32 (TF32)"].max_e)  # truncation cannot overflow
