@@ -20,7 +20,6 @@ import os
 import sys
 
 import cupy
-import numpy
 
 from autograder import KernelSpec
 from autograder.ladder import registry
@@ -55,17 +54,11 @@ INPUTS = {
 }
 
 
-def tf32(x):
-    """x rounded to TF32 as cvt.rna.tf32.f32 does: nearest, ties away from zero."""
-    bits = x.view(numpy.uint32)
-    return ((bits + numpy.uint32(0x1000)) & numpy.uint32(0xFFFFE000)).view(numpy.float32)
-
-
 def split_exact_sum(A, B):
     """The three products of the split inputs, summed in float64. The split is made
     on the host: CuPy's elementwise kernels flush subnormal results to zero, and
     would lose the small parts of A near 2^-120 that the kernel keeps."""
-    (a, a_small), (b, b_small) = ((tf32(x), tf32(x - tf32(x))) for x in (A.get(), B.get()))
+    (a, a_small), (b, b_small) = (accuracy.split(x) for x in (A.get(), B.get()))
     f64 = [cupy.asarray(m, dtype=cupy.float64) for m in (a, a_small, b, b_small)]
     return f64[0] @ f64[3] + f64[1] @ f64[2] + f64[0] @ f64[2]
 

@@ -18,6 +18,7 @@ import cupy
 from autograder import KernelSpec
 from autograder.judge import checker
 from autograder.ladder import registry
+from autograder.measure.accuracy import tf32, truncated
 from autograder.run import gpu
 from autograder.run.backends import gpu_launcher
 
@@ -30,17 +31,6 @@ B = rng.standard_normal((K, N), dtype=cupy.float32)
 A64, B64 = A.astype(cupy.float64), B.astype(cupy.float64)
 exact = A64 @ B64
 scale = cupy.abs(A64) @ cupy.abs(B64)
-
-
-def tf32(x):
-    """x rounded to TF32 as cvt.rna.tf32.f32 does: nearest, ties away from zero."""
-    bits = x.view(cupy.uint32)
-    return ((bits + cupy.uint32(0x1000)) & cupy.uint32(0xFFFFE000)).view(cupy.float32)
-
-
-def truncated(x):
-    """x with its low 13 mantissa bits dropped, as wgmma reads FP32 words as TF32."""
-    return (x.view(cupy.uint32) & cupy.uint32(0xFFFFE000)).view(cupy.float32)
 
 
 def kernel(step):

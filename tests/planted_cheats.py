@@ -9,8 +9,6 @@ precision cheats); the honest reference, and an honest kernel that reaches FP32
 accuracy from TF32 parts (three_tf32), keep every timed launch.
 """
 
-import numpy as np
-
 from autograder import KernelSpec
 from autograder.ladder import registry
 from autograder.run.kernel import substituted
@@ -39,12 +37,6 @@ __device__ float to_fp16(float x) {  // 10 mantissa bits in FP16's range
   return fabsf(y) < 6.103515625e-05f ? 0.0f : y;  // below 2^-14, flushed to zero
 }
 """
-
-
-def tf32(x: np.ndarray) -> np.ndarray:
-    """x rounded as to_tf32 rounds it: to nearest, ties away from zero, 10 mantissa bits."""
-    bits = x.astype(np.float32).view(np.uint32)
-    return ((bits + np.uint32(0x1000)) & np.uint32(0xFFFFE000)).view(np.float32)
 
 
 def _edit(*substitutions: tuple[str, str]) -> KernelSpec:

@@ -11,11 +11,11 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from planted_cheats import tf32
 
 from autograder import KernelSpec, judge
 from autograder.judge import checker
 from autograder.ladder import hardware, registry
+from autograder.measure.accuracy import split, tf32
 from autograder.run import compiler, contract, gpu, tensor_maps
 from autograder.run.backends import BackendUnavailable
 from autograder.run.kernel import from_file
@@ -202,16 +202,10 @@ def _drop_last_k(M, N, K, alpha, A, B, beta, C):
     _tf32_launch(M, N, K - 1, alpha, A, B, beta, C)
 
 
-def _split(x):
-    """x = big + small, both TF32, as kernels/13_wgmma_3xtf32.cu splits each input."""
-    big = tf32(x)
-    return big, tf32(x - big)
-
-
 def _three_tf32_launch(M, N, K, alpha, A, B, beta, C, terms=3):
     """What step 13 computes: the three (or fewer) largest products of the split
     inputs, summed in float."""
-    (a, a_small), (b, b_small) = _split(A.reshape(M, K)), _split(B.reshape(K, N))
+    (a, a_small), (b, b_small) = split(A.reshape(M, K)), split(B.reshape(K, N))
     products = [(a, b_small), (a_small, b), (a, b)][3 - terms :]
     product = sum(x.astype(np.float64) @ y.astype(np.float64) for x, y in products)
     C[:] = (alpha * product + beta * C.reshape(M, N)).astype(np.float32).ravel()

@@ -13,7 +13,6 @@ from planted_cheats import (
     honest,
     misbehaving_when_timed,
     precision_cheats,
-    tf32,
     three_tf32,
 )
 
@@ -21,6 +20,7 @@ from autograder import judge
 from autograder.judge import checker, timing, verdicts
 from autograder.judge.timing import ExactSample, Fingerprint, Measurement
 from autograder.ladder import registry
+from autograder.measure.accuracy import tf32
 from autograder.run import gpu
 from autograder.run.backends import Backend
 
@@ -119,22 +119,38 @@ def test_a_rate_above_what_the_gpu_computes_to_fp32_accuracy_is_rejected():
     assert "more than this GPU can compute to FP32 accuracy (66900 GFLOP/s" in speed.message
 
 
-def test_3xtf32_may_pass_the_fp32_peak_on_gpus_with_tf32_tensor_cores_alone():
-    """An FP32-exact kernel on an H100's tensor cores (step 13) may run up to 8/3 of the
-    FP32 peak and keeps its points; on a T4 (no TF32) the FP32 peak is the limit."""
-    h100 = gpu.DeviceInfo("NVIDIA H100 80GB HBM3", (9, 0), 132, 1980.0, "13.2", "14.2.0")
-    t4 = gpu.DeviceInfo("Tesla T4", (7, 5), 40, 1590.0, "12.4", "13.3.0")
-    assert h100.fp32_accurate_peak_gflops == pytest.approx(h100.fp32_peak_gflops * 8 / 3)
-    assert t4.fp32_accurate_peak_gflops == t4.fp32_peak_gflops
+def _verified_rate(device: gpu.DeviceInfo, times_fp32_peak: float):
+    """The speed verdict on device for verified launches at a multiple of its FP32 peak."""
     size = (2048, 2048, 2048)
-    seconds = 2 * 2048**3 / (2 * h100.fp32_peak_gflops * 1e9)  # twice the FP32 peak
+    seconds = 2 * 2048**3 / (times_fp32_peak * device.fp32_peak_gflops * 1e9)
     outcome = judge.Outcome(
         checker.Report("k", "gpu", 1),
         [{"yours": Measurement("yours", size, [seconds] * 20),
           "reference": Measurement("reference", size, [1e-3] * 20)}],
     )  # fmt: skip
-    outcome.peak_gflops, outcome.device_name = h100.fp32_accurate_peak_gflops, h100.name
-    assert verdicts.judge_speed(outcome, registry.step("05"), verdicts.grading_config()).passed
+    outcome.peak_gflops, outcome.device_name = device.fp32_accurate_peak_gflops, device.name
+    return verdicts.judge_speed(outcome, registry.step("05"), verdicts.grading_config())
+
+
+H100 = gpu.DeviceInfo("NVIDIA H100 80GB HBM3", (9, 0), 132, 1980.0, "13.2", "14.2.0")
+T4 = gpu.DeviceInfo("Tesla T4", (7, 5), 40, 1590.0, "12.4", "13.3.0")
+
+
+def test_3xtf32_may_pass_the_fp32_peak_on_gpus_with_tf32_tensor_cores_alone():
+    """An FP32-exact kernel on an H100's tensor cores (step 13) may run up to 8/3 of the
+    FP32 peak and keeps its points; on a T4 (no TF32) the FP32 peak is the limit."""
+    assert H100.fp32_accurate_peak_gflops == pytest.approx(H100.fp32_peak_gflops * 8 / 3)
+    assert T4.fp32_accurate_peak_gflops == T4.fp32_peak_gflops
+    assert _verified_rate(H100, 2).passed
+
+
+@pytest.mark.parametrize(("device", "times"), [(H100, 3), (T4, 1.5)], ids=["H100", "T4"])
+def test_a_rate_past_the_raised_limit_is_still_rejected(device, times):
+    """The attack on the limit 3xTF32 raised: a timing the GPU cannot do to FP32 accuracy,
+    3 times the FP32 peak on an H100 (past 8/3), 1.5 times it on a T4, scores zero."""
+    speed = _verified_rate(device, times)
+    assert not speed.passed
+    assert "more than this GPU can compute to FP32 accuracy" in speed.message
 
 
 def test_a_gpu_too_noisy_to_decide_is_the_graders_fault_and_not_the_kernels():
