@@ -39,14 +39,27 @@ def test_a_kernel_that_prints_nothing_gets_no_note():
 
 def test_a_hang_after_fast_cases_is_called_a_possible_endless_loop():
     started = Started("1001x777x513, beta=0", 2 * 1001 * 777 * 513)
-    message = judge.job._hung(Hung(started.label, 10.0), started, seconds_per_flop=1e-12)
+    message = judge.job._hung(Hung(started.label, 10.0), started, 1e-12, False)
     assert message.startswith("1001x777x513, beta=0: did not finish within 10 s")
     assert "an endless loop?" in message
 
 
+def test_a_hang_of_a_kernel_that_waits_on_mbarriers_points_at_its_waits():
+    """Steps 12 and 13 hang when a wait's phase never completes (a wrong parity, a
+    thread that never arrives): the message says that, not "an endless loop"."""
+    started = Started("1001x777x513, beta=0", 2 * 1001 * 777 * 513)
+    spec = KernelSpec.from_step(registry.step("12"))
+    assert (
+        spec.waits_on_mbarriers and not KernelSpec.from_step(registry.step("08")).waits_on_mbarriers
+    )
+    message = judge.job._hung(Hung(started.label, 10.0), started, 1e-12, spec.waits_on_mbarriers)
+    assert "a wait on an mbarrier that never completes? check each wait's parity" in message
+    assert "endless loop" not in message
+
+
 def test_a_kernel_too_slow_for_the_limit_is_told_it_is_slow_with_its_speed():
     started = Started("1001x777x513, beta=0", 2 * 1001 * 777 * 513)
-    message = judge.job._hung(Hung(started.label, 10.0), started, seconds_per_flop=1e-7)
+    message = judge.job._hung(Hung(started.label, 10.0), started, 1e-7, False)
     assert "it needs about 80 s here: it is too slow, not stuck" in message
     assert "(0.01 GFLOP/s)" in message and "endless" not in message
 

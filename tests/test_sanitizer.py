@@ -75,6 +75,16 @@ def test_a_race_names_both_lines():
     assert races and races[0].first == ("Write", 31) and races[0].second[1] == 36
     text = sanitizer.explain_races(races, "03_smem_tiling.cu")
     assert "the write at 03_smem_tiling.cu:31 and the read at 03_smem_tiling.cu:36" in text
+    assert "a missing __syncthreads()" in text
+
+
+def test_a_race_in_a_kernel_of_mbarriers_points_at_its_releases_not_at_syncthreads():
+    """Step 12's buffers are handed over by mbarriers: a race there is a buffer refilled
+    while a thread still reads it, and __syncthreads() is not the answer."""
+    log, _ = logged("racecheck_missing_first_syncthreads")
+    text = sanitizer.explain_races(sanitizer.parse_races(log), "12_wgmma_tf32.cu", True)
+    assert "are not separated by a barrier" in text and "__syncthreads" not in text
+    assert "arrives on the mbarrier that releases it, after its last read" in text
 
 
 def test_a_clean_log_finds_nothing():

@@ -119,8 +119,9 @@ def test_a_rate_above_what_the_gpu_computes_to_fp32_accuracy_is_rejected():
     assert "more than this GPU can compute to FP32 accuracy (66900 GFLOP/s" in speed.message
 
 
-def _verified_rate(device: gpu.DeviceInfo, times_fp32_peak: float):
-    """The speed verdict on device for verified launches at a multiple of its FP32 peak."""
+def _verified_rate(device: gpu.DeviceInfo, times_fp32_peak: float, step: str = "05"):
+    """The speed verdict on device for verified launches of `step` at a multiple of its
+    FP32 peak."""
     size = (2048, 2048, 2048)
     seconds = 2 * 2048**3 / (times_fp32_peak * device.fp32_peak_gflops * 1e9)
     outcome = judge.Outcome(
@@ -129,7 +130,8 @@ def _verified_rate(device: gpu.DeviceInfo, times_fp32_peak: float):
           "reference": Measurement("reference", size, [1e-3] * 20)}],
     )  # fmt: skip
     outcome.peak_gflops, outcome.device_name = device.fp32_accurate_peak_gflops, device.name
-    return verdicts.judge_speed(outcome, registry.step("05"), verdicts.grading_config())
+    outcome.tf32_peak_gflops = device.tf32_peak_gflops
+    return verdicts.judge_speed(outcome, registry.step(step), verdicts.grading_config())
 
 
 H100 = gpu.DeviceInfo("NVIDIA H100 80GB HBM3", (9, 0), 132, 1980.0, "13.2", "14.2.0")
@@ -151,6 +153,18 @@ def test_a_rate_past_the_raised_limit_is_still_rejected(device, times):
     speed = _verified_rate(device, times)
     assert not speed.passed
     assert "more than this GPU can compute to FP32 accuracy" in speed.message
+
+
+def test_a_step_judged_with_tf32_inputs_may_reach_the_tf32_peak_and_no_further():
+    """Step 12 is judged with TF32 inputs: on an H100 (TF32 at 8 times the FP32 peak) a
+    verified rate of 5 times the FP32 peak keeps its points, where an FP32 step's would
+    not; 9 times is more than the tensor cores can do, and scores zero."""
+    assert H100.tf32_peak_gflops == pytest.approx(H100.fp32_peak_gflops * 8)
+    assert _verified_rate(H100, 5, "12").passed
+    assert not _verified_rate(H100, 5, "05").passed
+    speed = _verified_rate(H100, 9, "12")
+    assert not speed.passed
+    assert "more than this GPU can compute from TF32 inputs" in speed.message
 
 
 def test_a_gpu_too_noisy_to_decide_is_the_graders_fault_and_not_the_kernels():

@@ -29,6 +29,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..judge import verdicts
 from ..ladder import registry
 from ..ladder.registry import Step
 from . import grading, rubric
@@ -207,6 +208,8 @@ def run(
     share the gradebook's lock.
     """
     started = time.perf_counter()
+    if why := verdicts.out_of_reach(step, options.backend):  # every grade would be zero
+        raise Refused(f"{why}: grade this class on one")
     per_gpu = workers or workers_per_gpu(len(gpus or []))
     places = [gpu for gpu in gpus for _ in range(per_gpu)] if gpus else [None]
     everyone = roster(root, step, book)

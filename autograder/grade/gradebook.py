@@ -34,7 +34,7 @@ from pathlib import Path
 from ..judge import verdicts
 from ..ladder.registry import Step
 from . import rubric
-from .grading import GRADER_ERROR, NO_SUBMISSION, Grade
+from .grading import GRADER_ERROR, NO_SUBMISSION, OUT_OF_REACH, Grade
 from .submissions import GRADEBOOK_SUFFIX, Submission, students_folder
 
 PACKAGE = Path(__file__).resolve().parents[1]  # the whole autograder package
@@ -119,11 +119,11 @@ class Gradebook:
 
     def is_current(self, submission: Submission, backend: str) -> bool:
         """Whether the saved grade stands: made by this grader, on this backend, from
-        the kernel handed in now, without a grader error. A grade made from a kernel
-        also stands when nothing is handed in any more: an absence does not undo a
-        grade (--force grades the absence)."""
+        the kernel handed in now, without a grader error, on a machine that could run
+        it. A grade made from a kernel also stands when nothing is handed in any more:
+        an absence does not undo a grade (--force grades the absence)."""
         old = self.get(submission.student)
-        if old is None or old.status == GRADER_ERROR:
+        if old is None or old.status in (GRADER_ERROR, OUT_OF_REACH):
             return False
         if submission.path is None and old.status != NO_SUBMISSION:
             return True

@@ -31,6 +31,9 @@ NOT_IMPLEMENTED = "not implemented"
 NOT_COMPILED = "compile error"
 OFF_CONTRACT = "off the contract"  # compiles, but does not take the parameters the grader passes
 NEEDS_GPU = "needs a GPU"  # uses what the CPU backend cannot run
+# The step's kernel runs on another GPU alone (sm_90a): no test could run, nothing
+# could be earned here, and the grade is made again where it can run.
+OUT_OF_REACH = "needs another GPU"
 GRADER_ERROR = "grader error"  # a fault of the grader, not the student: regraded on the next run
 
 
@@ -67,8 +70,12 @@ class Grade:
             "total": self.total,
             "max_points": rubric.MAX_POINTS,
             # On the CPU the speed test cannot be passed: say so beside the total.
-            "possible": rubric.possible(self.backend),
-            "possible_why": rubric.short_of_max(self.backend),
+            "possible": 0 if self.status == OUT_OF_REACH else rubric.possible(self.backend),
+            "possible_why": (
+                self.tests[0].message
+                if self.status == OUT_OF_REACH
+                else rubric.short_of_max(self.backend)
+            ),
         }
 
     @classmethod
@@ -130,6 +137,9 @@ _STOPPED = (
 def _run_tests(result: Grade, submission: Submission, step: Step, options: Options) -> None:
     suites = [t.suite for t in rubric.CUDA_TESTS if t.suite]
     timings = options.timings if options.backend == "gpu" else 0
+    if why := verdicts.out_of_reach(step, options.backend):
+        result.status, result.tests = OUT_OF_REACH, _all_fail(why)
+        return
     try:
         source = submission.source(step)
         spec = from_source(source, submission.kernel_file(step), kernel=step.kernel, like=step.id)

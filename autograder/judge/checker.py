@@ -62,8 +62,11 @@ class Shape:
 
 
 # The shape a GPU run also checks on exact-size buffers for accesses outside A, B
-# and C (autograder.judge.sanitizer): partial tiles in every direction, for 32- and 128-wide tiles.
-EXACT_SIZE = Shape(127, 129, 65, "one past and one short of the tiles")
+# and C, and for races (autograder.judge.sanitizer): partial tiles in every direction,
+# for 32- and 128-wide tiles, and 5 slices of K = 32 (step 12's 4 buffers), so that
+# every pipeline of the course refills a buffer it has multiplied: the race racecheck
+# looks for there happens at no shorter K.
+EXACT_SIZE = Shape(127, 129, 129, "one past and one short of the tiles")
 SMALL = (
     Shape(1, 1, 1, "a single element"),
     Shape(1, 300, 70, "one row"),

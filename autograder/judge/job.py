@@ -116,7 +116,8 @@ class Job:
 class Ready:
     device: str  # in words, with versions
     name: str  # the device's own name ("Tesla T4"), which grading.json's minimums use
-    peak_gflops: float | None
+    peak_gflops: float | None  # to FP32 accuracy
+    tf32_peak_gflops: float | None  # from TF32 inputs
     confinement: str  # how the child is confined, in full; "" on a GPU
 
 
@@ -180,7 +181,15 @@ def _serve(conn, job: Job, scratch) -> None:
         return send(Refused(str(e)))
     except Exception:
         return send(Broke(traceback.format_exc(limit=4)))
-    send(Ready(backend.device, backend.device_name, backend.peak_gflops, backend.confinement))
+    send(
+        Ready(
+            backend.device,
+            backend.device_name,
+            backend.peak_gflops,
+            backend.tf32_peak_gflops,
+            backend.confinement,
+        )
+    )
     # Turns on the device: a check's steps beside other checks, a timing alone; or,
     # for a job that runs alone, one turn alone around everything.
     whole, check_turn, timing_turn = contextlib.nullcontext, backend.shared, backend.alone
@@ -272,7 +281,8 @@ class Outcome:
     report: Report
     measurements: list[dict[str, timing.Measurement]] = field(default_factory=list)
     device_name: str = ""
-    peak_gflops: float | None = None
+    peak_gflops: float | None = None  # to FP32 accuracy
+    tf32_peak_gflops: float | None = None  # from TF32 inputs
     crashed: bool = False  # the kernel crashed in a case (not in a timing)
 
 
@@ -343,7 +353,9 @@ def _run_child(job: Job, case_timeout_s: float, outcome: Outcome, scratch) -> st
             if isinstance(message, Hung):
                 if timeout != case_timeout_s:
                     raise GraderFault(f"the grader got stuck {doing} (no word in {timeout:.0f} s)")
-                report.error = _hung(message, started, seconds_per_flop)
+                report.error = _hung(
+                    message, started, seconds_per_flop, job.spec.waits_on_mbarriers
+                )
                 break
             if isinstance(message, Died):
                 if timeout != case_timeout_s and message.exitcode != -signal.SIGSYS:
@@ -374,6 +386,7 @@ def _run_child(job: Job, case_timeout_s: float, outcome: Outcome, scratch) -> st
             elif isinstance(message, Ready):
                 report.device, report.confinement = message.device, message.confinement
                 outcome.device_name, outcome.peak_gflops = message.name, message.peak_gflops
+                outcome.tf32_peak_gflops = message.tf32_peak_gflops
             elif isinstance(message, Crashed):
                 # A timed launch's fault surfaces when its output is checked: it is the
                 # timing's, not the judging's.
@@ -456,8 +469,19 @@ def _doing(started: Started | None, doing: str) -> str:
 _TIMING = {"yours": "timing the kernel", "reference": "timing the step's reference kernel"}
 
 
-def _hung(message: Hung, started: Started | None, seconds_per_flop: float) -> str:
-    """Slow or stuck? What the kernel's speed on the cases before says about this one."""
+# Why a kernel that is not slow never finishes, most likely: a wait on an mbarrier
+# (steps 12 and 13) whose phase never completes, or else a loop that never ends.
+_STUCK_ON_A_BARRIER = (
+    "a wait on an mbarrier that never completes? check each wait's parity (a buffer's "
+    "phase flips once per round of the ring) and that every thread the barrier counts "
+    "arrives on it"
+)
+_STUCK_IN_A_LOOP = "an endless loop? check that every loop's counter reaches its bound"
+
+
+def _hung(message: Hung, started: Started | None, seconds_per_flop: float, mbarriers: bool) -> str:
+    """Slow or stuck? What the kernel's speed on the cases before says about this one.
+    mbarriers: the kernel waits on mbarriers (KernelSpec.waits_on_mbarriers)."""
     text = f"{message.doing}: did not finish within {message.seconds:.0f} s"
     expected = seconds_per_flop * started.flops if started and seconds_per_flop else None
     if expected and expected > message.seconds / 2:
@@ -465,7 +489,7 @@ def _hung(message: Hung, started: Started | None, seconds_per_flop: float) -> st
             f"{text}; at the speed it ran the cases before ({started.flops / expected / 1e9:.2g} "
             f"GFLOP/s) it needs about {expected:.0f} s here: it is too slow, not stuck"
         )
-    hint = "an endless loop? check that every loop's counter reaches its bound"
+    hint = _STUCK_ON_A_BARRIER if mbarriers else _STUCK_IN_A_LOOP
     if expected:
         return f"{text}, though at its speed on the cases before it needs {expected:.2g} s ({hint})"
     return f"{text} ({hint})"

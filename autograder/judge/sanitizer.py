@@ -92,7 +92,7 @@ def sanitize(spec: KernelSpec, shape: Shape, scratch: Path, executable: str) -> 
             process.kill()
             process.wait()
     for tool in runs:
-        found = _found(tool, Path(scratch) / tool, spec.filename)
+        found = _found(tool, Path(scratch) / tool, spec)
         if found:
             return found
     return ""
@@ -124,15 +124,16 @@ def _start(tool: str, spec: KernelSpec, shape: Shape, work: Path, executable: st
     )
 
 
-def _found(tool: str, work: Path, filename: str) -> str:
+def _found(tool: str, work: Path, spec: KernelSpec) -> str:
     """What `tool`'s log in work says, in words; "" for nothing."""
+    filename = spec.filename
     log, placed = work / "log.txt", work / "placed.json"
     text = log.read_text(errors="replace")[:_LOG_KEPT] if log.exists() else ""
     if not placed.exists():
         raise SanitizerFailed(f"compute-sanitizer's {tool} did not run the kernel: {_tail(text)}")
     if tool == "memcheck":
         return explain(parse(text), json.loads(placed.read_text()), filename, errors(text))
-    return explain_races(parse_races(text), filename)
+    return explain_races(parse_races(text), filename, spec.waits_on_mbarriers)
 
 
 def _tail(text: str) -> str:
@@ -280,17 +281,35 @@ def parse_races(log: str) -> list[Race]:
     ]
 
 
-def explain_races(races: list[Race], filename: str) -> str:
-    """The first pair of racing lines, in words; "" when there was none."""
+# What most likely orders a kernel's accesses to shared memory, and what is missing
+# when two race: __syncthreads(), or in a kernel whose buffers are handed over by
+# mbarriers (steps 12 and 13) a thread's arrival before the buffer is refilled.
+_ORDER = {
+    False: (
+        "a __syncthreads()",
+        "a missing __syncthreads() after the loads or after the inner loop",
+    ),
+    True: (
+        "a barrier",
+        "a buffer refilled while a thread still reads it: check that every thread that reads "
+        "a buffer arrives on the mbarrier that releases it, after its last read",
+    ),
+}
+
+
+def explain_races(races: list[Race], filename: str, mbarriers: bool = False) -> str:
+    """The first pair of racing lines, in words; "" when there was none. mbarriers: the
+    kernel hands its buffers over with mbarriers rather than __syncthreads()."""
     if not races:
         return ""
     (kind1, line1), (kind2, line2) = races[0].first, races[0].second
     total = sum(r.hazards for r in races)
+    barrier, likely = _ORDER[mbarriers]
     return (
         f"threads of a block race on shared memory: the {kind1.lower()} at {filename}:{line1} "
-        f"and the {kind2.lower()} at {filename}:{line2} are not separated by a __syncthreads() "
+        f"and the {kind2.lower()} at {filename}:{line2} are not separated by {barrier} "
         f"(compute-sanitizer's racecheck found {total} hazards), so what a thread reads depends "
-        "on timing: a missing __syncthreads() after the loads or after the inner loop"
+        f"on timing: {likely}"
     )
 
 

@@ -31,7 +31,8 @@ launch for launch in turn, so that both see the same GPU clocks):
 
 A kernel whose timed output was wrong gets no speed; so does a rate above what
 the device can compute to FP32 accuracy (its FP32 peak, or 3xTF32's on its
-tensor cores), which no FP32-exact kernel can reach (autograder.judge.verdicts).
+tensor cores), which no FP32-exact kernel can reach, or, for a step judged with
+TF32 inputs, above its TF32 tensor-core peak (autograder.judge.verdicts).
 
 `sample` is the other way of timing, for `bench` and `tune`: runs timed in turn on
 the same inputs until their noise settles, each figure with its spread.

@@ -9,13 +9,15 @@ batch grader (autograder.grade.grading) and the pytest autograder all come here.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..ladder import registry
-from ..run.compiler import CompileError
+from ..run import gpu
+from ..run.compiler import CompileError, compile_for_arch
 from ..run.kernel import KernelSpec
 from .causes import by_cause, listed
 from .checker import LARGE, MEDIUM, SMALL, Report, Shape, fresh_seed
@@ -40,10 +42,49 @@ def grading_config() -> dict:
 
 
 def step_of(spec: KernelSpec) -> registry.Step:
-    for s in registry.STEPS:
-        if spec.filename.startswith(s.id + "_") or spec.name_expression.startswith(s.kernel):
+    for s in registry.KERNELS:
+        if spec.filename.startswith(s.id + "_") or spec.name_expression.split("<")[0] == s.kernel:
             return s
     raise ValueError(f"{spec.filename} is not named after a step (e.g. 03_smem_tiling.cu)")
+
+
+def out_of_reach(step: registry.Step, backend: str) -> str:
+    """Why no test of `step` can run on `backend` here, or "" when they can. A kernel
+    built for an architecture-specific target (sm_90a: steps 12 and 13) runs on that
+    architecture's GPUs alone, and the CPU backend cannot run it."""
+    if not step.target or (backend == "gpu" and gpu.unavailable_reason()):
+        return ""  # (without a GPU, the GPU backend says so itself)
+    if backend == "gpu":
+        info = gpu.device_info()
+        if step.runs_on_gpu(info.arch):
+            return ""
+        here = f"this GPU is a {info.name} ({info.arch})"
+    else:
+        here = "kernels run on the CPU backend here, which cannot run it"
+    return f"{step.name} runs on an {step.target} GPU alone (Hopper: an H100 or H200); {here}"
+
+
+def compile_for_target(spec: KernelSpec) -> str:
+    """Compile a kernel for its architecture-specific target with NVRTC, which needs no
+    GPU: where it cannot run (out_of_reach), its stub or compile errors still show.
+    What it compiled to, in words (registers, spills). Raises CompileError or
+    NotImplementedYet."""
+    with _stub_said():
+        compiled = compile_for_arch(spec.source, [spec.name_expression], spec.target, spec.filename)
+    return f"compiled: {compiled.resources[spec.name_expression]}"
+
+
+@contextlib.contextmanager
+def _stub_said():
+    """A compile error that is the #error stub becomes NotImplementedYet."""
+    try:
+        yield
+    except CompileError as e:
+        if NOT_IMPLEMENTED in e.log:
+            raise NotImplementedYet(
+                f"{NOT_IMPLEMENTED}: replace the #error line in {e.filename} with your code"
+            ) from None
+        raise
 
 
 def threshold(
@@ -110,13 +151,19 @@ def judge_speed(outcome, step: registry.Step, config: dict) -> Speed:
     yours = sorted(t["yours"].gflops for t in timings)
     reference = statistics.median(t["reference"].gflops for t in timings)
     gflops, (M, N, K) = statistics.median(yours), timings[0]["yours"].size
-    peak = outcome.peak_gflops
+    # A step judged with TF32 inputs (11, 12) may use the tensor cores at their full
+    # rate; every other step must compute to FP32 accuracy.
+    if step.input_roundoff:
+        peak, how, limit = outcome.tf32_peak_gflops, "from TF32 inputs", "its TF32 peak"
+    else:
+        limit = "its FP32 peak, or 3xTF32 on its tensor cores"
+        peak, how = outcome.peak_gflops, "to FP32 accuracy"
     if peak and gflops > peak:
         return Speed(
             False,
-            f"{gflops:.0f} GFLOP/s at {M}x{N}x{K} is more than this GPU can compute to FP32 "
-            f"accuracy ({peak:.0f} GFLOP/s: its FP32 peak, or 3xTF32 on its tensor cores), "
-            "so the timing is rejected and the speed test scores zero",
+            f"{gflops:.0f} GFLOP/s at {M}x{N}x{K} is more than this GPU can compute "
+            f"{how} ({peak:.0f} GFLOP/s: {limit}), so the timing is rejected and the "
+            "speed test scores zero",
             [round(g, 1) for g in yours],
         )
     minimum, source = threshold(step, outcome.device_name, reference, config)
@@ -173,14 +220,8 @@ def evaluate(
             step = step_of(spec)
             reference = KernelSpec.from_step(step)
             stages += [Time(tuple(config["size"]), reference)] * timings
-    try:
+    with _stub_said():
         outcome = run(Job(spec, backend, tuple(stages), fresh_seed()), case_timeout_s)
-    except CompileError as e:
-        if NOT_IMPLEMENTED in e.log:
-            raise NotImplementedYet(
-                f"{NOT_IMPLEMENTED}: replace the #error line in {e.filename} with your code"
-            ) from None
-        raise
     report = outcome.report
     problems = {suite: _problem(report, SUITES[suite]) for suite in suites}
     evaluation = Evaluation(report, problems, device=outcome.device_name)

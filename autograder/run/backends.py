@@ -105,6 +105,8 @@ class Backend:
     # The most GFLOP/s the device can compute to FP32 accuracy: its FP32 peak, or
     # 3xTF32's on its tensor cores (gpu.DeviceInfo). None on the CPU.
     peak_gflops: float | None = None
+    # The most GFLOP/s it can compute from TF32 inputs (gpu.DeviceInfo). None on the CPU.
+    tf32_peak_gflops: float | None = None
     flush_caches: Callable[[], None] = lambda: None
     confinement: str = ""  # how the process running the kernels is confined, in full
 
@@ -227,6 +229,7 @@ class GpuBackend(Backend):
                 cupy.cuda.memory.OutOfMemoryError,
             ),
             peak_gflops=info.fp32_accurate_peak_gflops,
+            tf32_peak_gflops=info.tf32_peak_gflops,
             flush_caches=lambda: self._flush.fill(0),
         )
 

@@ -70,6 +70,14 @@ class DeviceInfo:
         tf32 = tf32_per_fp32(self.compute_capability) or 0.0
         return self.fp32_peak_gflops * max(1.0, tf32 / 3)
 
+    @property
+    def tf32_peak_gflops(self) -> float:
+        """The fastest this GPU can compute a product from TF32 inputs: its dense TF32
+        tensor-core peak where the course knows it, else its FP32 peak (a GeForce of
+        8.6 or 8.9 has about as much TF32 as FP32). What a timed kernel of a step judged
+        with TF32 inputs (steps 11 and 12) may not pass."""
+        return self.fp32_peak_gflops * max(1.0, tf32_per_fp32(self.compute_capability) or 0.0)
+
 
 def tf32_per_fp32(compute_capability: tuple[int, int]) -> float | None:
     """How many times its FP32 peak a GPU's dense TF32 tensor-core peak is (8 on an A100

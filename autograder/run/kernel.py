@@ -86,6 +86,12 @@ class KernelSpec:
     def label(self) -> str:
         return f"{self.name_expression} from {self.filename}"
 
+    @property
+    def waits_on_mbarriers(self) -> bool:
+        """Whether the kernel hands its buffers over with mbarriers (steps 12 and 13)
+        rather than __syncthreads(): a hang or a race in it most likely lies there."""
+        return "mbarrier." in self.source
+
 
 _GLOBAL = re.compile(r"(template\s*<[^>]*>\s*)?__global__\s+void\s+(\w+)\s*\(")
 
