@@ -464,9 +464,16 @@ def exercise(step_id: str) -> Markdown:
 
     a = assignment(step_id)
     colab = repository.read().colab_url(a.name)
+    target = registry.step(step_id).target
+    elsewhere = (
+        f" It runs and is graded on an {target} GPU (an H100 or H200); anywhere else, Colab's "
+        "T4 included, the notebook compiles your kernel for one and shows the pipeline."
+        if target
+        else ""
+    )
     return Markdown(
         f"**Exercise.** Notebook `exercises/{a.name}/{a.name}.ipynb`: write the part of the "
-        f"kernel this chapter is about, check it on odd shapes, and see it graded. "
+        f"kernel this chapter is about, check it on odd shapes, and see it graded.{elsewhere} "
         f"[![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)]({colab})"
     )
 

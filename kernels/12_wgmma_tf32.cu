@@ -292,6 +292,7 @@ sgemm_wgmma(int M, int N, int K, float alpha, const float* A, const float* B, fl
 #pragma unroll
   for (int i = 0; i < 128; ++i) acc[i] = 0.0f;
 
+  // [docs:mainloop]
   for (int t = 0; t < slices; ++t) {
     const int s = t % STAGES;
     bar_wait(&full[s], (t / STAGES) & 1);
@@ -325,6 +326,7 @@ sgemm_wgmma(int M, int N, int K, float alpha, const float* A, const float* B, fl
     // see that the warp's loads come before it, and reports a race.
     bar_arrive(&empty[s]);
   }
+  // [docs:mainloop-end]
   // [docs:consumer-end]
 
   // [docs:epilogue]

@@ -357,6 +357,7 @@ sgemm_wgmma_3xtf32(int M, int N, int K, float alpha, const float* A, const float
       }
     }
     wgmma_fence();
+    // [docs:products]
     // The small products first: they are the smallest terms of the sum.
 #pragma unroll
     for (int kk = 0; kk < BK / 8; ++kk) {
@@ -364,6 +365,7 @@ sgemm_wgmma_3xtf32(int M, int N, int K, float alpha, const float* A, const float
       wgmma_64x256x8(acc, big[kk], descriptor(asSmall + 8 * kk));
       wgmma_64x256x8(acc, big[kk], descriptor(as + 8 * kk));
     }
+    // [docs:products-end]
     wgmma_commit();
     // The tensor cores read the fragments until their products are done: wait for
     // them before the next slice's fragments overwrite them. (Keeping one

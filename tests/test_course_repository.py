@@ -92,7 +92,7 @@ def run_setup_cells(homes: list[Repository], folder: Path):
     nbformat = pytest.importorskip("nbformat")
     nbclient = pytest.importorskip("nbclient")
     hide = nbformat.v4.new_code_cell('import sys\nsys.modules["autograder"] = None')
-    cells = [nbformat.v4.new_code_cell(repository.setup_cell(home)) for home in homes]
+    cells = [nbformat.v4.new_code_cell(repository.setup_cell(home, "01")) for home in homes]
     nb = nbformat.v4.new_notebook(cells=[hide, *cells])
     nbclient.NotebookClient(
         nb, timeout=120, kernel_name="python3", allow_errors=True,

@@ -186,3 +186,29 @@ def test_the_sentence_for_a_front_end_that_cannot_draw_an_explorer_is_hidden_unt
         assert ":has(.jupyter-widgets-error-widget) .sgemm-widgets-help" in html
         said = re.sub(r"<[^>]+>", "", html.split("</style>")[1]).replace("&gt;", ">")
         assert version in said and fix in said, said
+
+
+@pytest.mark.parametrize(
+    "step_id, params, fits",
+    [
+        ("12", {}, True),
+        ("12", {"BN": 192, "STAGES": 6}, False),
+        ("13", {}, True),
+        ("13", {"STAGES": 3}, False),  # 80 KB a slice with A's small parts
+    ],
+)
+def test_the_pipeline_explorer_says_what_fits_a_block_of_an_h100(step_id, params, fits):
+    step = registry.step(step_id)
+    said = explorers.pipeline_costs(step_id, **{**step.params, **params})
+    (shared,) = [line for line in said if line.startswith("shared memory: ")]
+    assert ("cannot be launched" not in shared) == fits, shared
+    assert f"({step.with_params(**params).geometry.threads} threads)" in said[0]
+
+
+def test_the_compile_button_of_a_hopper_step_compiles_for_sm_90a(tmp_path):
+    """Steps 12 and 13 are built for sm_90a alone: the button compiles for it, GPU or not."""
+    step = registry.step("13")
+    mine = tmp_path / step.path.name
+    mine.write_text(step.source())
+    said = explorers.compiled("13", mine, **step.params)
+    assert all(" on sm_90a: " in line and "0 bytes spilled" in line for line in said), said

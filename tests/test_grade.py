@@ -16,14 +16,16 @@ import pytest
 from conftest import the_machine
 from planted_class import K_LOOP, KINDS, STEP, kernel_source, write_class, write_large_class
 
-from autograder.grade import rubric
+from autograder.grade import grading, rubric
 from autograder.grade.gradebook import Gradebook, read_csv
 from autograder.grade.grading import Grade, Score
 from autograder.grade.submissions import Submission, Unreadable, at, find, notebook_kernel
+from autograder.ladder import registry
 from autograder.run import gpu
 from autograder.run.backends import explain_cuda_error
 
 ROOT = Path(__file__).resolve().parent.parent
+KERNELS = ROOT / "kernels"
 TIMEOUT = "5"  # seconds per case: a hang costs this, a correct case takes well under 1 s
 # erin's kernel lost the ';' after `float regN[TN]`: the compiler stops at the next
 # statement, the K loop, and must name that line of her file, and the line before it.
@@ -342,6 +344,29 @@ def test_grading_on_the_gpu_without_one_says_so(tmp_path):
     assert result.returncode == 2 and "needs an NVIDIA GPU" in result.stderr
 
 
+def test_a_class_of_a_step_for_another_gpu_is_refused_before_any_grade_is_written(tmp_path):
+    """Step 12 runs on an sm_90a GPU alone: graded anywhere else, every student would
+    score zero. The run refuses, and writes nothing."""
+    root = tmp_path / "class"
+    root.mkdir()
+    (root / "ada.cu").write_text(registry.step("12").source())
+    result = grade(root, "--assignment", "12", "--backend", "cpu", "--quiet")
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "12_wgmma_tf32 runs on an sm_90a GPU alone" in result.stderr
+    assert "grade this class on one" in result.stderr
+    assert not (tmp_path / "class.grades").exists()
+
+
+def test_a_grade_made_where_its_step_cannot_run_has_nothing_possible_and_is_made_again():
+    step = registry.step("13")
+    submission = Submission("ada", KERNELS / step.path.name)
+    made = grading.grade(submission, step, grading.Options("cpu"))
+    assert made.status == grading.OUT_OF_REACH and made.total == 0
+    record = made.to_json()
+    assert record["possible"] == 0 and "runs on an sm_90a GPU alone" in record["possible_why"]
+    assert all(t.earned == 0 for t in made.tests)
+
+
 # -- the pytest autograder ---------------------------------------------------------------
 
 
@@ -379,6 +404,20 @@ def test_the_pytest_autograder_reports_points_per_test(tmp_path):
     assert '<property name="test_odd_shapes.points" value="4" />' in report
     assert "outside A" in report
     assert json.loads(grade_json.read_text())["total"] == 3
+
+
+def test_the_pytest_autograder_skips_a_step_for_another_gpu_and_keeps_the_grade_file(tmp_path):
+    """Nothing can be earned where step 12 cannot run: every test skips with the reason,
+    and a grade written earlier (on an H100) is not replaced by a zero."""
+    earlier = tmp_path / "grade.json"
+    earlier.write_text('{"total": 10}')
+    result = run_pytest_autograder(
+        "-rs", "--submission", KERNELS / "12_wgmma_tf32.cu", "--assignment", "12",
+        "--backend", "cpu", "--grade-json", earlier,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout
+    assert "3 skipped" in result.stdout and "runs on an sm_90a GPU alone" in result.stdout
+    assert earlier.read_text() == '{"total": 10}'
 
 
 def test_the_pytest_autograder_without_a_submission_skips_with_the_reason():

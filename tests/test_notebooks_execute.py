@@ -69,7 +69,7 @@ def test_explorer_widget_builds(name):
     assert isinstance(explorers.explorer_for(name), ipywidgets.Widget)
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", [a.name for a in ASSIGNMENTS if not registry.step(a.step).target])
 def test_solution_notebook_earns_every_correctness_point(name, tmp_path):
     nb, scores = run("solutions", name, tmp_path)
     for grade_id, (earned, points, error) in scores.items():
@@ -81,6 +81,22 @@ def test_solution_notebook_earns_every_correctness_point(name, tmp_path):
     assert raised == [], "a right notebook must run headless without an error"
     if registry.step(name).is_cuda:
         assert "PASSED" in cell_text(nb, "check"), cell_text(nb, "check")
+
+
+@pytest.mark.parametrize("name", [a.name for a in ASSIGNMENTS if registry.step(a.step).target])
+def test_a_notebook_for_another_gpu_compiles_the_kernel_and_scores_nothing_here(name, tmp_path):
+    """Steps 12 and 13 run on an sm_90a GPU alone. Here (no GPU) their right notebook
+    still compiles the kernel for it, says why nothing ran, and earns nothing, without
+    raising, as a test that needs a GPU does."""
+    nb, scores = run("solutions", name, tmp_path)
+    assert "needs sm_90a" not in cell_text(nb, "check")  # it compiled
+    assert "compiled: sgemm_" in cell_text(nb, "check") and "0 bytes spilled" in cell_text(
+        nb, "check"
+    )
+    assert "runs on an sm_90a GPU alone" in cell_text(nb, "setup")
+    for grade_id, (earned, _, error) in scores.items():
+        assert earned == 0 and "runs on an sm_90a GPU alone" in error, (grade_id, error)
+    assert [c for c in nb.cells if errors_in(c)] == []
 
 
 @pytest.mark.parametrize("folder, status", [("solutions", 0), ("exercises", 1)])

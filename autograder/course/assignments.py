@@ -15,7 +15,8 @@ class Assignment:
     title: str
     idea: str  # the chapter's idea in brief (Markdown)
     task: str  # what to write (Markdown)
-    region: str = ""  # docs anchor of the learner's part of the kernel; "" for Python steps
+    # docs anchors of the learner's parts of the kernel; none for Python steps
+    regions: tuple[str, ...] = ()
     hints: tuple[str, ...] = field(default_factory=tuple)
 
     @property
@@ -62,7 +63,7 @@ that bounds check is what makes a kernel right on 1001×777, not just on 1024×1
 Write the body of `sgemm_naive`: one thread computes one element of C. As in the course's
 step 01, `threadIdx.x` walks the **rows** of C (the geometry in the registry launches the grid
 that way: `grid.x` covers the rows). About 10 lines.""",
-        region="body",
+        regions=("body",),
         hints=(
             "`row = blockIdx.x * blockDim.x + threadIdx.x`, and `col` the same along y.",
             "Guard everything with `if (row < M && col < N)`: the last blocks stick out of C.",
@@ -81,7 +82,7 @@ x and y and a warp reads one row of A (a broadcast) and 32 neighbouring floats o
 Rewrite the two lines that compute `row` and `col` so that `threadIdx.x` walks the
 **columns** of C (the registry launches this step with `grid.x` over the columns). The rest of
 the kernel is the same as step 01. Use the explorer below to see the transactions.""",
-        region="indices",
+        regions=("indices",),
         hints=(
             "`col` now comes from the x components: `blockIdx.x * blockDim.x + threadIdx.x`.",
             "`row` comes from y. Nothing else changes.",
@@ -100,7 +101,7 @@ complete), one after (nobody still reads it when the next copy starts).""",
 Write the main loop: for each tile of K, copy one element of A and one of B per thread into
 `As` and `Bs` (0 outside the matrices), synchronize, accumulate the BS products, synchronize
 again. About 12 lines.""",
-        region="mainloop",
+        regions=("mainloop",),
         hints=(
             "Thread (tx, ty) copies `A[row][k0 + tx]` into `As[ty][tx]` and "
             "`B[k0 + ty][col]` into `Bs[ty][tx]`.",
@@ -120,7 +121,7 @@ that fast. If each thread computes TM results down a column of C, it can load on
         task="""\
 Write the inner loop over the BK values of the tile: load `Bs[k][threadCol]` once, then add its
 products with TM values of `As` to the TM accumulators. About 6 lines.""",
-        region="inner",
+        regions=("inner",),
         hints=(
             "`const float b = Bs[k][threadCol];` outside the loop over m.",
             "`acc[m] += As[threadRow * TM + m][k] * b;`",
@@ -136,7 +137,7 @@ and the block's 256 threads cover a 128×128 tile of C.""",
         task="""\
 Write the inner loop: for each k, load `regM` (TM values of a column of `As`) and `regN` (TN
 values of a row of `Bs`), then accumulate their outer product into `acc`. About 12 lines.""",
-        region="inner",
+        regions=("inner",),
         hints=(
             "`regM[m] = As[threadRow * TM + m][k];` and `regN[n] = Bs[k][threadCol * TN + n];`",
             "`acc[m][n] += regM[m] * regN[n];` in two nested loops.",
@@ -157,7 +158,7 @@ must fall back to scalar loads. `load4` does that.""",
         task="""\
 Write the copy of the two tiles: A's tile through `load4` and stored transposed into `As`,
 B's tile through `load4` straight into `Bs` as a `float4`. About 15 lines.""",
-        region="load",
+        regions=("load",),
         hints=(
             "Each thread copies `BM * BK / (4 * NUM_THREADS)` float4s of A: "
             "row `r = idx / (BK / 4)`, column `c = idx % (BK / 4) * 4`.",
@@ -181,7 +182,7 @@ Write the warp level, the loop over the BK values of the slice: for each k, load
 WMITER × TM values of `As` into `regM` and its WNITER × TN values of `Bs` into `regN` with
 `copy4`, from where its warp and lane put them, then accumulate their outer product into `acc`.
 About 25 lines.""",
-        region="inner",
+        regions=("inner",),
         hints=(
             "The thread's rows in sub-tile wm start at "
             "`warpRow * WM + wm * WSUBM + threadRow * TM`.",
@@ -212,7 +213,7 @@ before (stash is told how its float4 was fetched). For each k load the fragments
 the other set before multiplying those for k. At the last k, if there is a next slice, hand
 over: stash its last float4, pass the barrier, load its first fragments, and only then run the
 last FMAs. About 25 lines.""",
-        region="mainloop",
+        regions=("mainloop",),
         hints=(
             "The fill: fetch every p of slice 0 (`fetch(0, CHECKED, p)` for p below `LOADS`), "
             "stash them into buffer 0 (`stash(0, p, CHECKED)`), then "
@@ -248,13 +249,83 @@ element is `partial[s * M * N + row * N + col]`. One thread per element of C, la
 step 02 (`threadIdx.x` walks the columns). The checker runs it inside the whole GEMM: step
 08's kernel writes the layers, your kernel turns them into C, with K split in 2 to 4 layers
 on every shape. About 10 lines.""",
-        region="body",
+        regions=("body",),
         hints=(
             "`row = blockIdx.y * blockDim.y + threadIdx.y`, `col = blockIdx.x * blockDim.x + "
             "threadIdx.x`; return when `row >= M || col >= N`.",
             "One layer is M × N floats, so layer s starts `s * M * N` floats in. With S layers "
             "that can pass 2³¹ floats: compute offsets in `size_t`.",
             "Sum the layers in a `float`, then `C[i] = alpha * sum + beta * C[i]` once.",
+        ),
+    ),
+    Assignment(
+        "12_wgmma_tf32",
+        "Tensor cores, Hopper's way",
+        idea="""\
+An H100 multiplies fastest with **wgmma**: a warpgroup (4 warps, 128 threads) issues one
+64×256×8 product whose B operand the tensor cores read straight from shared memory, and goes on
+while they work. The tiles get there by **TMA**, a copy engine that moves a whole box of a matrix
+on one thread's request and counts its bytes on an **mbarrier**. So the block splits its work:
+one *producer* warpgroup fills a ring of STAGES shared buffers, two *consumer* warpgroups
+multiply. Each buffer has two barriers: `full[s]` (its slice has landed) and `empty[s]` (every
+consumer is done with it). This step needs an sm_90a GPU (an H100 or H200); without one, the
+notebook compiles your kernel for it and the chapter shows what it does.""",
+        task="""\
+Write the consumer's loop over the slices of K. For slice t, in buffer `s = t % STAGES`: wait
+until `full[s]` has completed its phase for this round of the ring, load this thread's
+fragments of B^T from `bs` (rounded to TF32 with `to_tf32`), then fence, issue the BK / 8 wgmmas
+against A's slice in `as` (`descriptor(as + 8 * kk)`), commit them, wait for them, and say on
+`empty[s]` that you are done with the buffer. The producer above, the helpers, `column` and
+the epilogue below are written for you. About 25 lines.""",
+        regions=("mainloop",),
+        hints=(
+            "Buffer s is filled once per round of the ring, so the phase to wait for is the "
+            "round's parity: `bar_wait(&full[s], (t / STAGES) & 1);`. A wrong parity either "
+            "waits forever or reads a buffer before it has landed.",
+            "`unsigned a[BK / 8][4];` For fragment kk, register i: "
+            "`j = 2 * warp + (i & 1)`, column `n = 64 * consumer + column(j, g)` of the block "
+            "tile, `k = 8 * kk + q + 4 * (i >> 1)`; B's slice lies as BN / 32 swizzled boxes of "
+            "BK rows by 32, so the float is `bs[n / 32 * BK * 32 + swizzled(k, n % 32)]`.",
+            "`wgmma_fence();` then `wgmma_64x256x8(acc, a[kk], descriptor(as + 8 * kk));` for "
+            "each kk, `wgmma_commit(); wgmma_wait<0>();` and only then `bar_arrive(&empty[s]);` "
+            "from every thread: the tensor cores read `as` and `a` until the wait returns, and "
+            "the producer refills the buffer as soon as `empty[s]` completes.",
+        ),
+    ),
+    Assignment(
+        "13_wgmma_3xtf32",
+        "FP32 on tensor cores (3xTF32)",
+        idea="""\
+TF32 keeps 10 of FP32's 23 stored mantissa bits: rounding an input to TF32 costs up to 2^-11 of
+it, where FP32 costs 2^-24. Split each input x into two TF32 values, **big** = x rounded to TF32
+and **small** = what is left (x − big), rounded too: big + small holds about 22 of x's 24
+significant bits. Then
+a·b ≈ big_a·big_b + big_a·small_b + small_a·big_b (the small·small term is below FP32's
+rounding), three tensor-core products per term instead of one, and the result is judged with
+the **FP32** tolerance, as the ladder is. This step is step 12 with the split: the producer
+splits A's slices in shared memory (A's small parts in `AsSmall`), the consumers split B's
+fragments as they load them. It needs an sm_90a GPU (an H100 or H200); without one, the
+notebook compiles your kernel for it and the chapter shows what it does.""",
+        task="""\
+Write the two splits, each `__device__ __forceinline__ void NAME(float x, unsigned& big,
+unsigned& small)`: `split_fast` (the producer's, for A) and `split` (the consumers', for B),
+each giving `big` and `small` as TF32 bit patterns (`to_tf32` rounds a float and returns its
+bits); then the three products of each k8 step in the consumer's
+loop: for each `kk`, add A's big and small parts (`descriptor(as + 8 * kk)` and
+`descriptor(asSmall + 8 * kk)`) times B's (`big[kk]`, `small[kk]`) into `acc`, every product but
+small·small. About 15 lines.""",
+        regions=("split", "products"),
+        hints=(
+            "`big = to_tf32(x); small = to_tf32(x - __uint_as_float(big));` is the whole of "
+            "`split_fast`.",
+            "`split` must also hold at the top of FP32's range: within 2^-11 of 2^128, x rounds "
+            "up to infinity, and inf - inf makes `small` NaN. There, truncate instead "
+            "(`big = __float_as_uint(x) & 0xFFFFE000u`), and give an infinity or NaN a small "
+            "part of 0 (`isfinite`).",
+            "Add the smallest terms first: `wgmma_64x256x8(acc, small[kk], descriptor(as + 8 * "
+            "kk));` (A's big by B's small), then A's small by B's big, then big by big. Leave "
+            "out a cross product and each term keeps an error of up to 2^-11 of it: the "
+            "checker finds the result outside the FP32 tolerance.",
         ),
     ),
 )

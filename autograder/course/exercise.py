@@ -18,7 +18,16 @@ from ..grade import rubric
 from ..grade.submissions import in_cell_lines
 from ..judge.checker import SMALL, SUITE
 from ..judge.timing import gflops as gflops_of
-from ..judge.verdicts import CASE_TIMEOUT_S, NOT_IMPLEMENTED, NotImplementedYet, evaluate
+from ..judge.verdicts import (
+    CASE_TIMEOUT_S,
+    NOT_IMPLEMENTED,
+    NotImplementedYet,
+    compile_for_target,
+    evaluate,
+    out_of_reach,
+    step_of,
+)
+from ..ladder import registry
 from ..run import gpu
 from ..run.backends import BackendUnavailable
 from ..run.backends import resolve as backend
@@ -43,10 +52,16 @@ _compile_error_shown_by: dict[str, str] = {}
 def _evaluate(path, suite: str | None, on: str, timings: int = 0):
     """verdicts.evaluate for the grade cell of `suite` (None: the speed test): what keeps
     the kernel from running (a compile error, the #error stub, what the CPU backend
-    cannot run) is its GradeFailed."""
+    cannot run) is its GradeFailed. None for a kernel built for another GPU than this
+    one (verdicts.out_of_reach): compiled all the same, so that its errors show, it says
+    on stderr why the test scores zero, as nbgrader counts a test that cannot run."""
     test = next(t.id for t in rubric.CUDA_TESTS if t.suite == suite)
     spec = from_file(path)
     try:
+        if why := out_of_reach(step_of(spec), on):
+            compile_for_target(spec)
+            print(f"{why}: this test scores zero here", file=sys.stderr)
+            return None
         return evaluate(spec, [suite or "whole tiles"], on, CASE_TIMEOUT_S, timings)
     except CompileError as e:
         shown_by = _compile_error_shown_by.setdefault(spec.source, test)
@@ -57,8 +72,9 @@ def _evaluate(path, suite: str | None, on: str, timings: int = 0):
         raise GradeFailed(str(e)) from None
 
 
-def setup() -> None:
-    """One line on where kernels will run."""
+def setup(step: str) -> None:
+    """A line on where kernels will run, and one more for a step whose kernel cannot
+    run here."""
     reason = gpu.unavailable_reason()
     if reason is None:
         info = gpu.device_info()
@@ -68,6 +84,11 @@ def setup() -> None:
             f"No GPU here ({reason}). Kernels are checked on the CPU, with the same messages; "
             "timings need a GPU (on Colab: Runtime > Change runtime type > T4 GPU)."
         )
+    if why := out_of_reach(registry.step(step), backend()):
+        print(
+            f"But {why}. Here the check cell compiles your kernel for it, so compile errors "
+            "show; running, checking and grading it need such a GPU."
+        )
 
 
 def check(path, quick: bool = False):
@@ -75,11 +96,18 @@ def check(path, quick: bool = False):
     table (the same as `python -m autograder check` prints)."""
     from ..judge.job import check as run_check
 
+    spec = from_file(path)
     try:
+        if why := out_of_reach(step_of(spec), backend()):
+            print(f"{compile_for_target(spec)}\nnot run: {why}")
+            return None
         report = run_check(
-            from_file(path), SMALL if quick else SUITE, case_timeout_s=CASE_TIMEOUT_S,
+            spec, SMALL if quick else SUITE, case_timeout_s=CASE_TIMEOUT_S,
             backend=backend(),
         )  # fmt: skip
+    except NotImplementedYet as e:  # from compile_for_target
+        print(e)
+        return None
     except CompileError as e:
         stub = NOT_IMPLEMENTED in e.log
         print(
@@ -97,6 +125,8 @@ def check(path, quick: bool = False):
 def assert_correct(path, suite: str) -> None:
     """A grade cell: the kernel is right on every shape of `suite` ('whole tiles' or 'odd')."""
     evaluation = _evaluate(path, suite, backend())
+    if evaluation is None:
+        return
     if evaluation.problems[suite]:
         raise GradeFailed(in_cell_lines(evaluation.problems[suite], Path(path).name))
     if evaluation.not_run(suite):
@@ -109,15 +139,19 @@ def assert_fast_enough(path) -> None:
 
     Without a GPU it cannot run: it says so on stderr and raises nothing. nbgrader
     scores a grade cell that writes to stderr zero, as one that raises, while a
-    headless run of a right notebook (jupyter nbconvert --execute) still succeeds."""
+    headless run of a right notebook (jupyter nbconvert --execute) still succeeds.
+    A kernel built for one GPU alone (sm_90a) is compiled all the same, and says which."""
     reason = gpu.unavailable_reason()
-    if reason:
+    if reason and not step_of(from_file(path)).target:
         print(
             f"the performance test needs a GPU ({reason}): it scores zero here",
             file=sys.stderr,
         )
         return
-    speed = _evaluate(path, None, "gpu", timings=1).speed
+    evaluation = _evaluate(path, None, backend() if reason else "gpu", timings=1)
+    if evaluation is None:
+        return
+    speed = evaluation.speed
     if not speed.passed:
         raise GradeFailed(speed.message)
     print(speed.message)

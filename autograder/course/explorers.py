@@ -247,13 +247,15 @@ def warp_explorer(threads_walk: str = "rows"):
 
 def compiled(step_id: str, mine: Path, **params) -> list[str]:
     """What the compile button says: the learner's kernel (mine: the file the notebook's
-    kernel cell writes) and the course's reference, each compiled for a T4 at these
-    parameters, with their registers and spills, or why it did not compile."""
+    kernel cell writes) and the course's reference, each compiled for a T4 (or for the
+    one GPU the step's kernel is built for, sm_90a) at these parameters, with their
+    registers and spills, or why it did not compile."""
     from ..run import compiler
 
-    if tile_costs(step_id, **params).rejected:
-        return ["not compiled: these parameters are rejected (see the problems above)"]
     step = registry.step(step_id).with_params(**params)
+    arch = step.target or hardware.SMALLEST  # a T4, unless the kernel is for one GPU alone
+    if not step.target and tile_costs(step_id, **params).rejected:
+        return ["not compiled: these parameters are rejected (see the problems above)"]
     kernels = [("the course's reference kernel", step.source(), step.path.name)]
     said = []
     if mine.exists():
@@ -262,7 +264,7 @@ def compiled(step_id: str, mine: Path, **params) -> list[str]:
         said.append(f"no {mine.name} here yet (its cell above writes it): the reference only")
     for who, source, filename in kernels:
         try:
-            result = compiler.compile_for_arch(source, [step.name_expression], "sm_75", filename)
+            result = compiler.compile_for_arch(source, [step.name_expression], arch, filename)
         except compiler.CompileError as e:  # a static_assert names the broken constraint
             said.append(f"{who} did not compile: {e.errors.strip().splitlines()[0]}")
             continue
@@ -320,6 +322,61 @@ def tile_explorer(step_id: str):
     button.on_click(compile_now)
     shown = w.interactive(show, **sliders)
     return w.VBox([shown, button, out])
+
+
+def pipeline_costs(step_id: str, **params: int) -> list[str]:
+    """What a choice of BN and STAGES means for a Hopper step (12, 13): its warpgroups,
+    its shared memory against what a block of an H100 may have, and its slices in flight."""
+    step = registry.step(step_id).with_params(**params)
+    shared, most = step.geometry.shared_bytes, hardware.arch("sm_90").shared_per_block_optin
+    consumers = step.params["BN"] // 64
+    return [
+        f"warpgroups: 1 producer and {consumers} consumer{'s' * (consumers > 1)} "
+        f"({step.geometry.threads} threads)",
+        f"shared memory: {shared} bytes of the {most} a block may have on an H100"
+        + ("" if shared <= most else ": too much, it cannot be launched"),
+        f"slices in flight while one is multiplied: {step.params['STAGES'] - 1}",
+    ]
+
+
+def pipeline_explorer(step_id: str):
+    """Steps 12 and 13: the pipeline's timeline at a choice of BN and STAGES, and the
+    learner's kernel compiled for sm_90a beside the reference (no GPU needed)."""
+    import ipywidgets as w
+
+    step = registry.step(step_id)
+    choices = {"BN": [64, 128, 192], "STAGES": [1, 2, 3, 4, 5, 6]}
+    sliders = {
+        name: w.Dropdown(options=options, value=step.params[name], description=name, style=LABEL)
+        for name, options in choices.items()
+    }
+    out = w.Output()
+    button = w.Button(
+        description=f"compile your kernel and the reference for {step.target}",
+        layout=w.Layout(width="auto"),
+    )
+
+    def show(**params):
+        from IPython.display import display
+
+        from . import pictures
+
+        out.clear_output()
+        with out:
+            print("\n".join(pipeline_costs(step_id, **params)))
+            if params["STAGES"] >= 2:
+                display(pictures.timeline(step.with_params(**params)))
+            else:
+                print("one buffer: the kernel's static_assert asks for two, one to multiply and "
+                      "one arriving")  # fmt: skip
+
+    def compile_now(_):
+        chosen = {k: s.value for k, s in sliders.items()}
+        with out:
+            print("\n".join(compiled(step_id, Path(f"{step.name}.cu"), **chosen)))
+
+    button.on_click(compile_now)
+    return w.VBox([w.interactive(show, **sliders), button, out])
 
 
 def roofline_explorer():
@@ -419,4 +476,6 @@ def explorer_for(assignment: str):
         return dispatch_explorer()
     if not step.params:  # steps 01 and 02: one thread per element, no tiles
         return warp_explorer(step.geometry.x_walks)  # the layout its notebook teaches
+    if step.contract == "tma":  # steps 12 and 13: Hopper's pipeline
+        return pipeline_explorer(step.id)
     return tile_explorer(step.id)

@@ -92,7 +92,7 @@ def notebook(a: Assignment, home: repository.Repository):
             f"{a.idea}",
             "intro",
         ),
-        _cell(nbformat, "code", repository.setup_cell(home), "setup"),
+        _cell(nbformat, "code", repository.setup_cell(home, a.step), "setup"),
         _cell(nbformat, "markdown", f"## Your code\n\n{a.task}", "task"),
     ]
     python = not step(a.step).is_cuda
@@ -123,7 +123,14 @@ def _explorer_cell(nbformat, a: Assignment):
 
 def _cuda_cells(nbformat, a: Assignment):
     s = step(a.step)
-    source = mark_regions(s.path.read_text(), [a.region], s.path.name)
+    source = mark_regions(s.path.read_text(), list(a.regions), s.path.name)
+    where = "on the GPU if there is one and otherwise on the CPU, and"
+    if s.target:
+        where = (
+            f"on the GPU. This step's kernel runs on an {s.target} GPU (an H100 or H200) "
+            "alone: anywhere else the cell compiles it for one, so that compile errors show, "
+            "says it did not run it, and the chapter shows what it does. On one, it"
+        )
     return [
         _cell(
             nbformat,
@@ -137,8 +144,8 @@ def _cuda_cells(nbformat, a: Assignment):
             nbformat,
             "markdown",
             "## Check it\n\nRuns your kernel on shapes from 1×1×1 to 4095×4097×4093 against a "
-            "float64 reference, on the GPU if there is one and otherwise on the CPU, and says "
-            "where it is wrong: the same report as `python -m autograder check`.",
+            f"float64 reference, {where} says where it is wrong: the same report as "
+            "`python -m autograder check`.",
             "check_intro",
         ),
         _cell(nbformat, "code", f'exercise.check("{s.path.name}")', "check", locked=False),
@@ -146,8 +153,15 @@ def _cuda_cells(nbformat, a: Assignment):
 
 
 def _cuda_tests(nbformat, a: Assignment):
-    name = step(a.step).path.name
+    s = step(a.step)
     whole, odd, fast = rubric.CUDA_TESTS
+    elsewhere = (
+        f" This step's kernel runs on an {s.target} GPU alone: anywhere else each cell "
+        "compiles it, says why it cannot run, and scores zero, so grade this notebook on an "
+        "H100 or H200."
+        if s.target
+        else ""
+    )
     intro = _cell(
         nbformat,
         "markdown",
@@ -155,11 +169,12 @@ def _cuda_tests(nbformat, a: Assignment):
         f"({whole.points} points), correct on shapes that are not multiples of the tile "
         f"({odd.points} points, hidden tests), and fast enough on a GPU ({fast.points} points: "
         "at least the fraction of the reference kernel's GFLOP/s set in `grading.json`, timed "
-        "on the same GPU, for a kernel that is right on whole tiles; zero without a GPU).",
+        "on the same GPU, for a kernel that is right on whole tiles; zero without a GPU)."
+        + elsewhere,
         "grading",
     )
     return [intro] + [
-        _test(nbformat, t.id, t.points, t.what, t.call(name), hidden=t.hidden)
+        _test(nbformat, t.id, t.points, t.what, t.call(s.path.name), hidden=t.hidden)
         for t in rubric.CUDA_TESTS
     ]
 

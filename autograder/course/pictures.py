@@ -1039,11 +1039,12 @@ def pipeline_schedule(stages: int, consumers: int):
     return asked, landed, bursts
 
 
-def timeline(step_id: str = "12") -> Picture:
-    """Step 12's pipeline over time, as a schematic: the producer asks for each slice,
-    the copy engine brings it, the consumer warpgroups multiply it in turn, and the
-    barriers hand each of the STAGES buffers back and forth."""
-    step = registry.step(step_id)
+def timeline(step_id: str | registry.Step = "12") -> Picture:
+    """Step 12's pipeline over time (or a Step's, such as step 12 at other parameters),
+    as a schematic: the producer asks for each slice, the copy engine brings it, the
+    consumer warpgroups multiply it in turn, and the barriers hand each of the STAGES
+    buffers back and forth."""
+    step = step_id if isinstance(step_id, registry.Step) else registry.step(step_id)
     stages, consumers = step.params["STAGES"], step.params["BN"] // 64
     asked, landed, bursts = pipeline_schedule(stages, consumers)
     end = bursts[-1][-1][1]

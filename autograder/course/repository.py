@@ -158,11 +158,11 @@ except ImportError as e:  # the course is here, but not what it needs
         "(Runtime > Restart session) and run this cell again; on your own machine, run "
         "`pip install -r requirements-learner.txt` in the course's folder and run this cell again."
     ) from None
-exercise.setup()"""
+"""
 
 
-def setup_cell(repository: Repository) -> str:
-    """The notebooks' setup cell for the course at `repository`."""
+def setup_cell(repository: Repository, step: str) -> str:
+    """The setup cell of step's notebook, for the course at `repository`."""
     fetch = _SETUP_NOWHERE if repository.placeholder else _SETUP_FETCH
     head = _SETUP_HEAD.format(url=repository.url, release=repository.release)
-    return head + fetch + _SETUP_TAIL
+    return head + fetch + _SETUP_TAIL + f'exercise.setup("{step}")'

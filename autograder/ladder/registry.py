@@ -502,9 +502,9 @@ TF32_INPUT_ROUNDOFF = 2.0**-11
 # is judged with that bound for both inputs.
 TF32_TRUNCATED_ROUNDOFF = 2.0**-10
 
-# Past the ladder, for GPUs of compute capability 8.0 (A100) and later: not
-# graded exercises, not in the notebooks; `step()` finds them, so the CLI
-# checks and times them by name.
+# Past the ladder, for GPUs of compute capability 8.0 (A100) and later; `step()`
+# finds them, so the CLI checks and times them by name. 12 and 13 are exercises
+# too (autograder/course/assignments.py), graded on the one GPU they run on.
 BEYOND: tuple[Step, ...] = (
     Step(
         "10",
