@@ -63,6 +63,19 @@ PLANTED = [
         {**EVERY_POINT, "test_odd_shapes": 0},
         "arrives on the mbarrier that releases it, after its last read",
     ),
+    (  # The tensor cores still read the buffer when the producer refills it. racecheck
+        # does not see wgmma's reads; the odd shapes do, and so does the timing.
+        "12",
+        "releases the buffer before waiting for the wgmmas",
+        (
+            "    wgmma_wait<0>();\n    // Every thread",
+            "    // Every thread",
+            "    bar_arrive(&empty[s]);\n  }\n  // [docs:mainloop-end]",
+            "    bar_arrive(&empty[s]);\n    wgmma_wait<0>();\n  }\n",
+        ),
+        {**NOTHING, "test_whole_tiles": 3},
+        "release it after waiting for the wgmmas that read it",
+    ),
     ("13", "the course's kernel", None, EVERY_POINT, ""),
     (
         "13",

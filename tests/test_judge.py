@@ -11,7 +11,7 @@ from test_cold_start import slow_compiler
 
 from autograder import KernelSpec, judge
 from autograder.isolate.child import OUTPUT_KEPT, Hung
-from autograder.judge import job
+from autograder.judge import job, mapping
 from autograder.judge.checker import SMALL, CaseResult, Ran, Skipped, Started
 from autograder.ladder import registry
 from autograder.run.kernel import from_source
@@ -55,6 +55,7 @@ def test_a_hang_of_a_kernel_that_waits_on_mbarriers_points_at_its_waits():
     message = judge.job._hung(Hung(started.label, 10.0), started, 1e-12, spec.waits_on_mbarriers)
     assert "a wait on an mbarrier that never completes? check each wait's parity" in message
     assert "endless loop" not in message
+    assert mapping.clues_for(spec).mbarriers  # and a race it shows says so (checker._RACE)
 
 
 def test_a_kernel_too_slow_for_the_limit_is_told_it_is_slow_with_its_speed():

@@ -419,13 +419,20 @@ def case_events(
     if note:
         message += f"; {note}"
     if raced:
-        why = (
-            "blocks store to the same elements"
-            if cause
-            else ("threads race (most often a missing __syncthreads())")
-        )
+        why = "blocks store to the same elements" if cause else _RACE[clues.mbarriers]
         message = f"the result changes between two runs on the same input: {why}; {message}"
     yield CaseResult(shape, beta, False, message, max_error, seconds)
+
+
+# Why threads of a block race, most likely: by whether the kernel hands its buffers
+# over with mbarriers (steps 12 and 13) or with __syncthreads().
+_RACE = {
+    False: "threads race (most often a missing __syncthreads())",
+    True: (
+        "threads race (most often a buffer released on its mbarrier before every read of it "
+        "is done, wgmma's included: release it after waiting for the wgmmas that read it)"
+    ),
+}
 
 
 def _explain(

@@ -174,6 +174,9 @@ class Clues:
 
     terms: Terms | None
     source: Source | None
+    # It hands its buffers over with mbarriers (KernelSpec.waits_on_mbarriers): a race
+    # in it is a buffer refilled too early, not a missing __syncthreads().
+    mbarriers: bool = False
 
 
 def clues_for(spec: KernelSpec) -> Clues:
@@ -182,7 +185,7 @@ def clues_for(spec: KernelSpec) -> Clues:
     tiles, whose terms are the course's: none."""
     source = Source(spec.source, spec.filename)
     if spec.contract != "gemm":
-        return Clues(None, source)
+        return Clues(None, source, spec.waits_on_mbarriers)
     params = template_arguments(spec.source, spec.name_expression)
     return Clues(Terms.of(params, spec.geometry.tile), source)
 
