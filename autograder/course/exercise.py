@@ -31,7 +31,7 @@ from ..ladder import registry
 from ..run import gpu
 from ..run.backends import BackendUnavailable
 from ..run.backends import resolve as backend
-from ..run.compiler import CompileError
+from ..run.compiler import CompileError, NvrtcUnavailable
 from ..run.kernel import from_file
 
 
@@ -59,8 +59,9 @@ def _evaluate(path, suite: str | None, on: str, timings: int = 0):
     spec = from_file(path)
     try:
         if why := out_of_reach(step_of(spec), on):
-            compile_for_target(spec)
-            print(f"{why}: this test scores zero here", file=sys.stderr)
+            compiled, said = _compile_for_target(spec)
+            print(f"{why}{'' if compiled else '; ' + said}: this test scores zero here",
+                  file=sys.stderr)  # fmt: skip
             return None
         return evaluate(spec, [suite or "whole tiles"], on, CASE_TIMEOUT_S, timings)
     except CompileError as e:
@@ -91,6 +92,15 @@ def setup(step: str) -> None:
         )
 
 
+def _compile_for_target(spec) -> tuple[bool, str]:
+    """verdicts.compile_for_target, and what it said; or, where NVRTC's Python bindings
+    are missing (a Colab runtime may lack them), False and what to install."""
+    try:
+        return True, compile_for_target(spec)
+    except NvrtcUnavailable as e:
+        return False, f"not compiled here either: {e}, then run this cell again"
+
+
 def check(path, quick: bool = False):
     """Run the kernel in `path` on the suite; its report, which a notebook shows as a
     table (the same as `python -m autograder check` prints)."""
@@ -99,7 +109,7 @@ def check(path, quick: bool = False):
     spec = from_file(path)
     try:
         if why := out_of_reach(step_of(spec), backend()):
-            print(f"{compile_for_target(spec)}\nnot run: {why}")
+            print(f"{_compile_for_target(spec)[1]}\nnot run: {why}")
             return None
         report = run_check(
             spec, SMALL if quick else SUITE, case_timeout_s=CASE_TIMEOUT_S,
