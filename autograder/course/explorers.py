@@ -288,10 +288,6 @@ def tile_explorer(step_id: str):
         for name, value in step.params.items()
     }
     out = w.Output()
-    button = w.Button(
-        description="compile your kernel and the reference for a T4 (sm_75)",
-        layout=w.Layout(width="auto"),
-    )
 
     def show(**params):
         from IPython.display import display
@@ -314,14 +310,28 @@ def tile_explorer(step_id: str):
             else:  # the book's picture of the step, at these parameters
                 display(pictures.picture(step.with_params(**params)))
 
+    shown = w.interactive(show, **sliders)
+    return w.VBox([shown, _compile_button(step, sliders, out, "a T4 (sm_75)"), out])
+
+
+def _compile_button(step: registry.Step, sliders: dict, out, arch: str):
+    """The button that compiles the learner's kernel (the file its notebook's kernel
+    cell writes) and the reference at the sliders' parameters, for `arch` in words,
+    and prints what `compiled` says into out."""
+    import ipywidgets as w
+
+    button = w.Button(
+        description=f"compile your kernel and the reference for {arch}",
+        layout=w.Layout(width="auto"),
+    )
+
     def compile_now(_):
         chosen = {k: s.value for k, s in sliders.items()}
         with out:
-            print("\n".join(compiled(step_id, Path(f"{step.name}.cu"), **chosen)))
+            print("\n".join(compiled(step.id, Path(f"{step.name}.cu"), **chosen)))
 
     button.on_click(compile_now)
-    shown = w.interactive(show, **sliders)
-    return w.VBox([shown, button, out])
+    return button
 
 
 def pipeline_costs(step_id: str, **params: int) -> list[str]:
@@ -351,10 +361,6 @@ def pipeline_explorer(step_id: str):
         for name, options in choices.items()
     }
     out = w.Output()
-    button = w.Button(
-        description=f"compile your kernel and the reference for {step.target}",
-        layout=w.Layout(width="auto"),
-    )
 
     def show(**params):
         from IPython.display import display
@@ -370,12 +376,7 @@ def pipeline_explorer(step_id: str):
                 print("one buffer: the kernel's static_assert asks for two, one to multiply and "
                       "one arriving")  # fmt: skip
 
-    def compile_now(_):
-        chosen = {k: s.value for k, s in sliders.items()}
-        with out:
-            print("\n".join(compiled(step_id, Path(f"{step.name}.cu"), **chosen)))
-
-    button.on_click(compile_now)
+    button = _compile_button(step, sliders, out, step.target)
     return w.VBox([w.interactive(show, **sliders), button, out])
 
 

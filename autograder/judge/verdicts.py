@@ -153,17 +153,19 @@ def judge_speed(outcome, step: registry.Step, config: dict) -> Speed:
     gflops, (M, N, K) = statistics.median(yours), timings[0]["yours"].size
     # A step judged with TF32 inputs (11, 12) may use the tensor cores at their full
     # rate; every other step must compute to FP32 accuracy.
-    if step.input_roundoff:
-        peak, how, limit = outcome.tf32_peak_gflops, "from TF32 inputs", "its TF32 peak"
-    else:
-        limit = "its FP32 peak, or 3xTF32 on its tensor cores"
-        peak, how = outcome.peak_gflops, "to FP32 accuracy"
+    peak, how = (
+        (outcome.tf32_peak_gflops, "from TF32 inputs ({:.0f} GFLOP/s: its TF32 peak)")
+        if step.input_roundoff
+        else (
+            outcome.peak_gflops,
+            "to FP32 accuracy ({:.0f} GFLOP/s: its FP32 peak, or 3xTF32 on its tensor cores)",
+        )
+    )
     if peak and gflops > peak:
         return Speed(
             False,
             f"{gflops:.0f} GFLOP/s at {M}x{N}x{K} is more than this GPU can compute "
-            f"{how} ({peak:.0f} GFLOP/s: {limit}), so the timing is rejected and the "
-            "speed test scores zero",
+            f"{how.format(peak)}, so the timing is rejected and the speed test scores zero",
             [round(g, 1) for g in yours],
         )
     minimum, source = threshold(step, outcome.device_name, reference, config)
