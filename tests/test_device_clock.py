@@ -74,6 +74,37 @@ def test_the_device_clock_keeps_the_hosts_launch_work_out():
         )
 
 
+@pytest.mark.gpu
+def test_a_warm_sample_finds_the_caches_as_its_own_work_left_them():
+    """cuBLAS at 128^3 sampled in turn with a run that writes twice the L2 elsewhere
+    measures as it does sampled alone: each warm sample follows an untimed launch of its
+    own, not the other run's dirty cache lines. (A test of the measurement, not of any
+    kernel's speed.)"""
+    import cupy
+
+    from autograder.run.device_clock import DeviceClock
+
+    clock = DeviceClock()
+    l2 = cupy.cuda.Device().attributes["L2CacheSize"]
+    elsewhere = cupy.empty(2 * l2 // 4, dtype=cupy.float32)
+    A = cupy.random.standard_normal((128, 128), dtype=cupy.float32)
+    B = cupy.random.standard_normal((128, 128), dtype=cupy.float32)
+    C = cupy.empty_like(A)
+    runs = {"elsewhere": partial(elsewhere.fill, 1.0), "cuBLAS": partial(cupy.matmul, A, B, out=C)}
+    alone = sample({"cuBLAS": runs["cuBLAS"]}, clock.warm)["cuBLAS"].median
+    after_other = sample(runs, clock.time)["cuBLAS"].median
+    if after_other - alone < 1e-6:
+        pytest.skip(
+            f"on this GPU cuBLAS takes {alone * 1e6:.1f} µs alone and "
+            f"{after_other * 1e6:.1f} µs after the other run: nothing for warm to undo"
+        )
+    warm = sample(runs, clock.warm)["cuBLAS"].median
+    assert abs(warm - alone) < max(0.5e-6, 0.1 * alone), (
+        f"cuBLAS at 128^3: {alone * 1e6:.1f} µs alone, {warm * 1e6:.1f} µs warm beside a "
+        f"run that writes {2 * l2 >> 20} MB ({after_other * 1e6:.1f} µs timed after it)"
+    )
+
+
 def test_samples_taken_while_the_gpu_throttles_are_refused_with_the_clock_they_ran_at():
     from autograder.run.device_clock import throttled
 
