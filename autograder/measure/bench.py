@@ -1,23 +1,21 @@
 """How fast is each kernel, next to cuBLAS timed in the same run?
 
-Every figure is GPU time only: the stream is held while each launch is queued, so
-the host's launch work never lands between the CUDA events
-(autograder.run.device_clock), and warm: the same inputs every sample, each timed
-launch right after an untimed one of its own, so that it finds the caches as its own
-work leaves them, not as the kernel before it in the round robin left them (a
-difference of up to 15% on an H100). cuBLAS and the kernels are sampled in turn, until each
-one's noise settles (autograder.judge.timing.sample); a figure is the median, with
-its number of samples and its noise. A figure too noisy to decide anything is
-never published: bench stops and says so. Each kernel's output is verified
-(timing.Verifier: the whole product, and a sample of it element by element), so
-no wrong kernel gets a number. cuBLAS is CuPy's matmul
-with TF32 off (strict FP32, see gpu.py). Every "% of cuBLAS" is computed from the
+Every figure is GPU time only: the stream is held while each launch is queued, so the
+host's launch work never lands between the CUDA events (autograder.run.device_clock),
+and warm: the same inputs every sample, each timed launch right after an untimed one of
+its own, so that it finds the caches as its own work leaves them, not as the kernel
+before it in the round robin left them (a difference of up to 14 points of cuBLAS on an
+H100). cuBLAS and the kernels are sampled in turn, until each one's noise settles
+(autograder.judge.timing.sample); a figure is the median, with its number of samples and
+its noise. A figure too noisy to decide anything is never published: bench stops and
+says so. Each kernel's output is verified (timing.Verifier: the whole product, and a
+sample of it element by element), so no wrong kernel gets a number. cuBLAS is CuPy's
+matmul with TF32 off (strict FP32, see gpu.py). Every "% of cuBLAS" is computed from the
 cuBLAS figure of the same run at the same shape, which is the one the tables print
 beside it. A TF32 step is also timed against the library a reader would use instead:
 cuBLAS with TF32 on (CUBLAS_TF32), sampled in the same round robin, its row's "% of
-cuBLAS" against the same strict FP32 figure. Results carry the GPU, date and
-versions, and merge into book/data/bench_<gpu>.csv, from which the book draws its
-plots.
+cuBLAS" against the same strict FP32 figure. Results carry the GPU, date and versions,
+and merge into book/data/bench_<gpu>.csv, from which the book draws its plots.
 """
 
 from __future__ import annotations

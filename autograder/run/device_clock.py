@@ -13,14 +13,14 @@ and gives up after HOLD_LIMIT_S (queuing the work took that long, or run()
 synchronized, which would otherwise wait for the hold forever). A sample whose
 hold gave up is taken again; three in a row raise HoldFailed.
 
-Warm means the caches as the same work left them (NVBench's warm samples are launches
-of one kernel back to back): `warm` queues one untimed run behind the hold before the
-timed one. Without it, a sample taken in a round robin finds the caches as another
-kernel left them, and that moved figures by up to 15% on an H100 (2026-11-27): step
+Warm means the caches as the same work left them (NVBench's warm samples are launches of
+one kernel back to back): `warm` queues one untimed run behind the hold before the timed
+one. Without it, a sample taken in a round robin finds the caches as another kernel left
+them, and that moved figures by up to 14 points of cuBLAS on an H100 (2026-11-27): step
 09's plan at 1024^3 ran at 88.7% of cuBLAS after the previous kernel of the round robin
-and 102.8% after itself; cuBLAS at 128^3 took 6.8 µs after itself, 9.2 µs after 64 MB
-written elsewhere. Work sampled alone (tune, the clocks table) follows itself anyway,
-and `time` is enough there; the grader's timing flushes the L2 before each launch.
+and 102.8% after itself, step 08 at 2048^3 97.3% and 99.6%. Work sampled alone (tune,
+the clocks table) follows itself anyway, and `time` is enough there; the grader's timing
+flushes the L2 before each launch.
 
 While it holds, the hold also reads the SM's clock: its cycle counter against the
 device's nanosecond timer, over at least HOLD_AT_LEAST_NS. A GPU that throttles
