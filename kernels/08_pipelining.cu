@@ -52,6 +52,17 @@
 //   schedules the registers of every loop of a kernel together. In tiles 128
 //   wide it spilled on sm_80 instead. Kept where it helps (SPREAD_B), as the
 //   walk's spelling is.
+// SLIDE is step 09's, for its smaller tiles: a block whose tile runs past C's
+// last row or column slides back inside C, so that it too loads without
+// bounds checks. In one wave of blocks the slowest sets the time, and with
+// the checks a block at the edges ran 1000x776x516 in 64 x 128 tiles of 8
+// warps 16% slower than the rest (37.6 us against 32.3 us for the whole
+// product once every block slid; H100, 2026-11-27). It changes what ptxas
+// makes of the other loops too, so step 09 sets it per tile shape, where it
+// was measured faster (autograder/run/by_shape.py); with B read spread out
+// in the 64 x 128 tiles of 8 warps too (SPREAD_B), 1001x777x513 ran at 80%
+// of cuBLAS instead of 75%. Step 08's own tiles run without it: there it
+// cost up to a point at 4096^3 and gained nothing at 4095x4097x4093.
 // What each is worth in the final kernel: `python -m autograder bench
 // --ablation` (book/data/ablation_*).
 
@@ -111,16 +122,20 @@ __device__ __forceinline__ void copy4(float* dst, const float* src) {
   dst[3] = v.w;
 }
 
-// C[row * N + col ... + 3] = alpha * acc + beta * C[...], inside C only.
-// With beta = 0, C is not read: BLAS lets it hold anything then, and step
-// 09's partial products are written this way into memory nobody cleared.
+// C[row * N + col ... + 3] = alpha * acc + beta * C[...], inside C only, and
+// with OWN only from column `from` on (a block's own columns: see SLIDE in the
+// kernel). With beta = 0, C is not read: BLAS lets it hold anything then, and
+// step 09's partial products are written this way into memory nobody cleared.
+template <bool OWN>
 __device__ __forceinline__ void update4(float* C, int row, int col, int M,
-                                        int N, bool vec, float4 acc,
+                                        int N, int from, bool vec, float4 acc,
                                         float alpha, float beta) {
   if (row >= M) return;
   float* p = C + row * N + col;
   const bool readC = beta != 0.0f;
   if (vec && col + 3 < N) {
+    // With vec, col and from are multiples of 4: the four are all or none.
+    if (OWN && col < from) return;
     float4 c = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     if (readC) c = *reinterpret_cast<float4*>(p);
     c.x = alpha * acc.x + beta * c.x;
@@ -130,10 +145,11 @@ __device__ __forceinline__ void update4(float* C, int row, int col, int M,
     *reinterpret_cast<float4*>(p) = c;
     return;
   }
-  if (col + 0 < N) p[0] = alpha * acc.x + (readC ? beta * p[0] : 0.0f);
-  if (col + 1 < N) p[1] = alpha * acc.y + (readC ? beta * p[1] : 0.0f);
-  if (col + 2 < N) p[2] = alpha * acc.z + (readC ? beta * p[2] : 0.0f);
-  if (col + 3 < N) p[3] = alpha * acc.w + (readC ? beta * p[3] : 0.0f);
+  auto mine = [&](int c) { return (!OWN || from <= c) && c < N; };
+  if (mine(col + 0)) p[0] = alpha * acc.x + (readC ? beta * p[0] : 0.0f);
+  if (mine(col + 1)) p[1] = alpha * acc.y + (readC ? beta * p[1] : 0.0f);
+  if (mine(col + 2)) p[2] = alpha * acc.z + (readC ? beta * p[2] : 0.0f);
+  if (mine(col + 3)) p[3] = alpha * acc.w + (readC ? beta * p[3] : 0.0f);
 }
 // [docs:helpers-end]
 
@@ -168,7 +184,8 @@ __host__ __device__ constexpr int blocks_per_sm(int BM, int BN, int BK, int WM,
 }
 
 // [docs:kernel]
-template <int BM, int BN, int BK, int WM, int WN, int WNITER, int TM, int TN>
+template <int BM, int BN, int BK, int WM, int WN, int WNITER, int TM, int TN,
+          int SLIDE = 0>
 __global__ void __launch_bounds__(block_threads(BM, BN, WM, WN),
                                   blocks_per_sm(BM, BN, BK, WM, WN, WNITER, TN))
 sgemm_pipelining(int M, int N, int K, float alpha, const float* A,
@@ -192,8 +209,18 @@ sgemm_pipelining(int M, int N, int K, float alpha, const float* A,
   __shared__ __align__(16) float As[2][BK][BM];  // transposed: As[buf][k][m]
   __shared__ __align__(16) float Bs[2][BK][BN];
 
-  const int blockRow = blockIdx.y * BM;
-  const int blockCol = blockIdx.x * BN;
+  // The block's tile: its own rows and columns of C, blockIdx.y * BM and
+  // blockIdx.x * BN on. With SLIDE, a tile that runs past C's last row or
+  // column slides back to end at C's edge (where C has a whole tile's rows or
+  // columns): then it lies inside the matrices and loads without bounds
+  // checks like every other block (the walk below), computes a strip that
+  // its neighbour computes too, and writes only its own part (the epilogue).
+  const int blockRow =
+      SLIDE ? max(0, min(static_cast<int>(blockIdx.y) * BM, M - BM))
+            : blockIdx.y * BM;
+  const int blockCol =
+      SLIDE ? max(0, min(static_cast<int>(blockIdx.x) * BN, N - BN))
+            : blockIdx.x * BN;
   // [docs:indices]
   // Where this thread's warp sits in the block tile ...
   const int warp = threadIdx.x / 32;
@@ -232,9 +259,12 @@ sgemm_pipelining(int M, int N, int K, float alpha, const float* A,
   constexpr int B_LOADS = BK * BN / (4 * NUM_THREADS);
   constexpr int LOADS = A_LOADS + B_LOADS;
   float4 nextSlice[LOADS];
-  // Whether B's unaligned rows are read spread out (load4_spread): only in
-  // the tiles 256 wide, where it was measured faster (see the top).
-  constexpr bool SPREAD_B = BN >= 256;
+  // Whether B's unaligned rows are read spread out (load4_spread): where it
+  // was measured faster (see the top) and compiles without spilling, in the
+  // tiles 256 wide and in those 128 wide whose threads are 256 at most and
+  // prefetch three float4s at most.
+  constexpr bool SPREAD_B =
+      BN >= 256 || (BN >= 128 && LOADS <= 3 && NUM_THREADS <= 256);
   // A block whose tile lies inside C reads every slice but perhaps the last
   // one wholly inside A and B, and can load it with no bounds checks, from
   // the block's own corner of A and B (32-bit offsets from there need fewer
@@ -404,12 +434,16 @@ sgemm_pipelining(int M, int N, int K, float alpha, const float* A,
   // float4s.
   C += static_cast<size_t>(blockIdx.z) * M * N;
   const bool vecC = N % 4 == 0 && aligned16(C);
+  // The block's own rows and columns: a tile slid back writes none before them.
+  const int ownRow = blockIdx.y * BM;
+  const int ownCol = blockIdx.x * BN;
 #pragma unroll
   for (int wm = 0; wm < WMITER; ++wm) {
 #pragma unroll
     for (int m = 0; m < TM; ++m) {
       const int row =
           blockRow + warpRow * WM + wm * WSUBM + threadRow * TM + m;
+      if (SLIDE && row < ownRow) continue;
 #pragma unroll
       for (int wn = 0; wn < WNITER; ++wn) {
 #pragma unroll
@@ -417,7 +451,7 @@ sgemm_pipelining(int M, int N, int K, float alpha, const float* A,
           const int col =
               blockCol + warpCol * WN + wn * WSUBN + threadCol * TN + n;
           const float* a = &acc[wm * TM + m][wn * TN + n];
-          update4(C, row, col, M, N, vecC,
+          update4<SLIDE>(C, row, col, M, N, ownCol, vecC,
                   make_float4(a[0], a[1], a[2], a[3]), alpha, beta);
         }
       }

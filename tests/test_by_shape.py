@@ -25,10 +25,9 @@ SWEEP = [bench.parse_size(s) for s in bench.sweep_sizes()]
 def test_every_tile_shape_is_one_step_08_accepts_and_compiles_without_spilling(tiles, arch):
     step = registry.step("08").with_params(**by_shape.TILES[tiles])
     assert step.tuning.rules(step.params) == []
-    compiled = compiler.compile_for_arch(
-        step.source(), [step.name_expression], arch, step.path.name
-    )
-    resources = compiled.resources[step.name_expression]
+    spec = by_shape.gemm_specs((tiles,))[tiles]  # SLIDE = 1 for the tiles of SLID
+    compiled = compiler.compile_for_arch(spec.source, [spec.name_expression], arch, spec.filename)
+    resources = compiled.resources[spec.name_expression]
     assert resources.problems(step.geometry.threads) == [], str(resources)
 
 
@@ -239,6 +238,56 @@ def test_the_reference_gemm_is_right_at_every_tile_shape_and_number_of_layers():
     for s in (spec, replace(spec, split_every_case=False)):
         report = judge.check(s, backend="cpu", shapes=SMALL)
         assert report.ok and len(report.cases) == 2 * len(SMALL), str(report)
+
+
+@pytest.mark.parametrize("tiles", sorted(by_shape.SLID))
+def test_a_tile_slid_back_inside_c_writes_only_its_own_part(tiles):
+    """A block whose tile slides back inside C (SLIDE) computes a strip its neighbour
+    owns: where it wrote that strip too, beta C would be added twice there. The small
+    shapes have partial tiles in both directions for each of these tiles."""
+    spec = by_shape.gemm_specs((tiles,))[tiles]
+    assert spec.name_expression.endswith(", 1>")
+    p = by_shape.TILES[tiles]
+    slides = [
+        s for s in SMALL if s.M > p["BM"] and s.N > p["BN"] and (s.M % p["BM"] or s.N % p["BN"])
+    ]
+    assert slides, f"no shape of SMALL slides {tiles} tiles"
+    report = judge.check(spec, backend="cpu", shapes=SMALL)
+    assert report.ok and {c.shape for c in report.cases} == set(SMALL), str(report)
+
+
+def test_without_slide_step_08_is_the_kernel_with_the_slides_lines_taken_out():
+    """SLIDE = 0, step 08's own: the same machine code as its source with every line
+    of the slide removed, so that what was measured of step 08 before the slide
+    existed still holds (nvdisasm, sm_90)."""
+    sass = pytest.importorskip("autograder.measure.sass")
+    step = registry.step("08")
+    src = step.source()
+    plain = src
+    for old, new in (
+        (
+            "SLIDE ? max(0, min(static_cast<int>(blockIdx.y) * BM, M - BM))\n            : blockIdx.y * BM",
+            "blockIdx.y * BM",
+        ),
+        (
+            "SLIDE ? max(0, min(static_cast<int>(blockIdx.x) * BN, N - BN))\n            : blockIdx.x * BN",
+            "blockIdx.x * BN",
+        ),
+        ("      if (SLIDE && row < ownRow) continue;\n", ""),
+    ):
+        assert plain.count(old) == 1, old
+        plain = plain.replace(old, new)
+
+    def code(source):
+        compiled = compiler.compile_for_arch(source, [step.name_expression], "sm_90", "k.cu")
+        try:
+            found = sass.functions(sass.disassemble(compiled.cubin))
+        except sass.DisassemblerUnavailable as e:
+            pytest.skip(str(e))
+        instructions, _ = found[compiled.symbols[step.name_expression]]
+        return [(i.predicate, i.opcode, i.operands) for i in instructions]
+
+    assert code(src) == code(plain)
 
 
 @pytest.mark.gpu

@@ -26,7 +26,7 @@ import json
 import math
 import warnings
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 
@@ -46,6 +46,16 @@ from .kernel import KernelSpec
 # of 16 x 32 and 4 x 4 floats a thread (TM = TN = 4: 16 accumulators), eight
 # warps in 64x64w8, four in 32x64w4: 128^3 ran 1.2 times as fast again as with
 # 64x64, and 333x777x129 1.2 times (H100, 2026-11-24, GPU time).
+# The tile shapes whose blocks slide back inside C at its edges (kernels/08's
+# SLIDE = 1), where that was measured faster, in % of cuBLAS: 64x128w8 at 1001x777x513 80 instead of
+# 75, 32x64w4 unsplit at 333x777x129 82 to 86 instead of 77, 128x256 at 2048^3
+# and 4096^3 103 instead of 101, 128x128w16 in 4 layers at 4096x128x4096 89.5
+# instead of 88 (and 87 at 128x4096x4096, as before). Elsewhere it changed what
+# ptxas made of the kernel for the worse: 128x128 in the split-K plans of the
+# large-K shapes lost 4 to 5 points, 64x64w8 at 128^3 and 333x777x129 1 to 2
+# (H100, 2026-11-27). With SLIDE = 0 the kernel compiles for sm_90 to the same
+# machine code as it did before SLIDE existed (nvdisasm, NVRTC 13.5).
+SLID = frozenset({"128x256", "128x128w16", "64x128w8", "32x64w4"})
 TILES: dict[str, dict[str, int]] = {
     "256x128": dict(registry.step("08").params),
     "128x256": dict(registry.step("08").params, BM=128, BN=256, WM=32, WN=64),
@@ -378,9 +388,16 @@ def chooser(gpu_name: str, sms: int) -> Callable[[int, int, int], Plan | Bands]:
 
 
 def gemm_specs(tiles: tuple[str, ...] = tuple(TILES)) -> dict[str, KernelSpec]:
-    """Step 08's course kernel at each of these tile shapes."""
+    """Step 08's course kernel at each of these tile shapes, with SLIDE = 1 (its last,
+    defaulted template argument) for those of SLID."""
     step = registry.step("08")
-    return {name: KernelSpec.from_step(step.with_params(**TILES[name])) for name in tiles}
+    specs = {}
+    for name in tiles:
+        spec = KernelSpec.from_step(step.with_params(**TILES[name]))
+        if name in SLID:
+            spec = replace(spec, name_expression=f"{spec.name_expression[:-1]}, 1>")
+        specs[name] = spec
+    return specs
 
 
 def graded_splits(M: int, N: int, K: int) -> int:

@@ -114,9 +114,15 @@ def template_arguments(source: str, name_expression: str) -> dict[str, int]:
     m = re.search(declared, code)
     if not m or not args:
         return {}
-    names = [p.split()[-1] for p in m.group(1).split(",") if p.split()[:1] == ["int"]]
+    # "int SLIDE = 0": a parameter with a default, which the expression may leave out.
+    declared = [p.split("=") for p in m.group(1).split(",")]
+    if not all(d[0].split()[:1] == ["int"] for d in declared):
+        return {}
+    names = [d[0].split()[-1] for d in declared]
+    defaults = [d[1].strip() if len(d) > 1 else None for d in declared]
     values = [a.strip() for a in args.rstrip("> ").split(",")]
-    if len(names) != len(values) or not all(v.lstrip("-").isdigit() for v in values):
+    values += defaults[len(values) :]
+    if len(names) != len(values) or not all(v and v.lstrip("-").isdigit() for v in values):
         return {}
     return {n: int(v) for n, v in zip(names, values, strict=True)}
 
