@@ -88,9 +88,11 @@ K_MEASURED = (128, 1024, 4096, 16384)
 # open ends of the first and last ranges run from one tile, and stop here.
 WAVES_SAMPLED_TO = 16.0
 K_SAMPLED_FROM, K_SAMPLED_TO = 64, 65536
-# Each layer keeps at least this many BK-wide slices of K: a shorter one spends
-# more on filling its pipeline and writing its partial product than on FMAs.
-MIN_SLICES_PER_LAYER = 4
+# Each layer keeps at least this many BK-wide slices of K: one in flight while
+# the other is multiplied. Four, as it was, capped 128^3 at 2 layers, which ran
+# slower than 4 layers of 2 slices: 32x64w4 tiles at 79.2% of cuBLAS against
+# 90.4%, 64x64w8 tiles at 74.4% against 85.5% (H100, 2026-11-27, GPU time).
+MIN_SLICES_PER_LAYER = 2
 # The tiles of one block per SM, the fastest first: at 4096^3 128x256 ran at
 # 99.6% of cuBLAS and 256x128 at 98.6%, at 8192^3 100.1% and 97.8% (H100,
 # 2026-11-24, GPU time). Where one of them fills the GPU's waves this evenly or
