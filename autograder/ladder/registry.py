@@ -150,9 +150,16 @@ class Step:
     @property
     def name_expression(self) -> str:
         """What NVRTC instantiates: 'sgemm_vectorized<128, 128, 8, 8, 8>'."""
-        if not self.params:
+        return self.instantiation()
+
+    def instantiation(self, *trailing: int) -> str:
+        """The name expression with `trailing` template arguments after the registered
+        parameters, for parameters the kernel declares with a default (step 08's SLIDE,
+        which step 09 sets for some of its tile shapes)."""
+        args = [*self.params.values(), *trailing]
+        if not args:
             return self.kernel
-        return f"{self.kernel}<{', '.join(str(v) for v in self.params.values())}>"
+        return f"{self.kernel}<{', '.join(str(v) for v in args)}>"
 
     def source(self) -> str:
         return self.path.read_text()

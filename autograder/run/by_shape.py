@@ -395,9 +395,10 @@ def gemm_specs(tiles: tuple[str, ...] = tuple(TILES)) -> dict[str, KernelSpec]:
     step = registry.step("08")
     specs = {}
     for name in tiles:
-        spec = KernelSpec.from_step(step.with_params(**TILES[name]))
+        tiled = step.with_params(**TILES[name])
+        spec = KernelSpec.from_step(tiled)
         if name in SLID:
-            spec = replace(spec, name_expression=f"{spec.name_expression[:-1]}, 1>")
+            spec = replace(spec, name_expression=tiled.instantiation(1))
         specs[name] = spec
     return specs
 
