@@ -62,7 +62,19 @@
 // was measured faster (autograder/run/by_shape.py); with B read spread out
 // in the 64 x 128 tiles of 8 warps too (SPREAD_B), 1001x777x513 ran at 80%
 // of cuBLAS instead of 75%. Step 08's own tiles run without it: there it
-// cost up to a point at 4096^3 and gained nothing at 4095x4097x4093.
+// cost up to a point at 4096^3 and gained nothing at 4095x4097x4093. Step
+// 09's tiles of the same shape slide, and on sm_90 they read B spread out
+// too (SPREAD, which step 09 sets for the GPU at hand: on sm_75 and sm_80
+// ptxas spilled them): then 4095x4097x4093 ran at 100.5% of cuBLAS instead
+// of 99.2%. Either alone gained nothing there.
+// RAGGED is step 09's too: where K is not a multiple of BK, the last slice
+// stops where K does, instead of multiplying the zeros its loads filled in
+// for the rest. That is up to BK - 1 ks of FMAs of the whole slice: with
+// 64 x 128 tiles of 8 warps, 2000x3000x100 (7 slices, the last one 4 ks
+// long) ran at 102% of cuBLAS instead of 96%, and 1001x777x513 at 81%
+// instead of 80% (H100, 2026-11-27). The check changes what ptxas makes of
+// the other loops, for the worse where K is a multiple of BK (1024^3: 99%
+// instead of 101%), so step 09 runs it only where K is not.
 // What each is worth in the final kernel: `python -m autograder bench
 // --ablation` (book/data/ablation_*).
 
@@ -185,7 +197,7 @@ __host__ __device__ constexpr int blocks_per_sm(int BM, int BN, int BK, int WM,
 
 // [docs:kernel]
 template <int BM, int BN, int BK, int WM, int WN, int WNITER, int TM, int TN,
-          int SLIDE = 0>
+          int SLIDE = 0, int RAGGED = 0, int SPREAD = 0>
 __global__ void __launch_bounds__(block_threads(BM, BN, WM, WN),
                                   blocks_per_sm(BM, BN, BK, WM, WN, WNITER, TN))
 sgemm_pipelining(int M, int N, int K, float alpha, const float* A,
@@ -262,9 +274,9 @@ sgemm_pipelining(int M, int N, int K, float alpha, const float* A,
   // Whether B's unaligned rows are read spread out (load4_spread): where it
   // was measured faster (see the top) and compiles without spilling, in the
   // tiles 256 wide and in those 128 wide whose threads are 256 at most and
-  // prefetch three float4s at most.
+  // prefetch three float4s at most; and where step 09 asks for it (SPREAD).
   constexpr bool SPREAD_B =
-      BN >= 256 || (BN >= 128 && LOADS <= 3 && NUM_THREADS <= 256);
+      SPREAD || BN >= 256 || (BN >= 128 && LOADS <= 3 && NUM_THREADS <= 256);
   // A block whose tile lies inside C reads every slice but perhaps the last
   // one wholly inside A and B, and can load it with no bounds checks, from
   // the block's own corner of A and B (32-bit offsets from there need fewer
@@ -375,6 +387,8 @@ sgemm_pipelining(int M, int N, int K, float alpha, const float* A,
   auto slice = [&](int k0, int buf, Next next) {
 #pragma unroll
     for (int k = 0; k < BK; ++k) {
+      // With RAGGED, the last slice ends where K does (see the top).
+      if (RAGGED && next == NONE && k0 + k >= layerK) break;
       // The next slice, one float4 at a time, spread over this slice's ks:
       // float4 p is fetched at k = p * BK / LOADS and stored into the other
       // buffer when the next one is fetched. Nobody reads that buffer any

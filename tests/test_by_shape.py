@@ -9,12 +9,13 @@ import pytest
 
 from autograder import KernelSpec, judge
 from autograder.course import explorers
-from autograder.judge.checker import SMALL
+from autograder.judge.checker import SMALL, Shape
 from autograder.ladder import registry
 from autograder.ladder.hardware import GPUS
 from autograder.measure import bench, tune_plans
 from autograder.run import by_shape, compiler, contract
 from autograder.run.by_shape import Bands, Plan, Table
+from autograder.run.kernel import template_arguments
 
 H100, T4 = GPUS["H100 SXM"]["sms"], GPUS["Tesla T4"]["sms"]
 SWEEP = [bench.parse_size(s) for s in bench.sweep_sizes()]
@@ -23,12 +24,54 @@ SWEEP = [bench.parse_size(s) for s in bench.sweep_sizes()]
 @pytest.mark.parametrize("arch", ["sm_75", "sm_90"])
 @pytest.mark.parametrize("tiles", by_shape.TILES)
 def test_every_tile_shape_is_one_step_08_accepts_and_compiles_without_spilling(tiles, arch):
+    """As built for that architecture (SLIDE and SPREAD), with its RAGGED twin where it
+    has one."""
     step = registry.step("08").with_params(**by_shape.TILES[tiles])
     assert step.tuning.rules(step.params) == []
-    spec = by_shape.gemm_specs((tiles,))[tiles]  # SLIDE = 1 for the tiles of SLID
-    compiled = compiler.compile_for_arch(spec.source, [spec.name_expression], arch, spec.filename)
-    resources = compiled.resources[spec.name_expression]
-    assert resources.problems(step.geometry.threads) == [], str(resources)
+    specs = by_shape.gemm_specs((tiles,), arch)
+    assert set(specs) == {tiles, by_shape.gemm_key(tiles, 1)}
+    for spec in specs.values():
+        compiled = compiler.compile_for_arch(
+            spec.source, [spec.name_expression], arch, spec.filename
+        )
+        resources = compiled.resources[spec.name_expression]
+        assert resources.problems(step.geometry.threads) == [], str(resources)
+
+
+def test_a_ragged_twin_runs_exactly_where_k_ends_inside_a_slice():
+    """compose launches a tile shape's RAGGED twin where K is not a multiple of BK and
+    the tile shape has one, for a product split in layers too (only its last layer
+    ends inside a slice, and the twin checks that layer's own length)."""
+    launched = []
+
+    def gemm(key):
+        return lambda M, N, K, *rest, layers=1: launched.append((key, K, layers))
+
+    gemms = {key: gemm(key) for key in by_shape.gemm_specs()}
+    ragged, plain = min(by_shape.RAGGED), "128x128"
+    assert plain not in by_shape.RAGGED
+    for plan in [Plan(ragged, 1), Plan(ragged, 3), Plan(plain, 1)]:
+        launch = by_shape.compose(
+            lambda M, N, K, plan=plan: plan, gemms, lambda *a: None, lambda n: [0.0] * n
+        )
+        for K in (64, 65, 79):
+            launched.clear()
+            launch(8, 8, K, 1.0, None, None, 0.0, None)
+            twin = plan.tiles in by_shape.RAGGED and K % 16 != 0
+            key = f"{plan.tiles} ragged" if twin else plan.tiles
+            assert launched == [(key, K, plan.splits)]
+
+
+@pytest.mark.parametrize("tiles", sorted(by_shape.RAGGED))
+def test_a_ragged_twin_is_right_where_k_ends_inside_a_slice(tiles):
+    """The twin's last slice stops where K does: right at every small shape, most of
+    which end inside a slice (on a GPU, compose runs it in layers too:
+    test_on_a_gpu_every_tile_shape_is_right_on_the_whole_suite)."""
+    assert any(s.K % by_shape.TILES[tiles]["BK"] for s in SMALL)
+    spec = by_shape.gemm_specs((tiles,))[by_shape.gemm_key(tiles, 1)]
+    assert template_arguments(spec.source, spec.name_expression)["RAGGED"] == 1
+    report = judge.check(spec, backend="cpu", shapes=SMALL)
+    assert report.ok and {c.shape for c in report.cases} == set(SMALL), str(report)
 
 
 @pytest.mark.parametrize("sms", [T4, H100])
@@ -240,26 +283,24 @@ def test_the_reference_gemm_is_right_at_every_tile_shape_and_number_of_layers():
         assert report.ok and len(report.cases) == 2 * len(SMALL), str(report)
 
 
-@pytest.mark.parametrize("tiles", sorted(by_shape.SLID))
+@pytest.mark.parametrize("tiles", sorted(by_shape.SLID | set(by_shape.SPREAD)))
 def test_a_tile_slid_back_inside_c_writes_only_its_own_part(tiles):
     """A block whose tile slides back inside C (SLIDE) computes a strip its neighbour
-    owns: where it wrote that strip too, beta C would be added twice there. The small
-    shapes have partial tiles in both directions for each of these tiles."""
-    spec = by_shape.gemm_specs((tiles,))[tiles]
-    assert spec.name_expression.endswith(", 1>")
+    owns: where it wrote that strip too, beta C would be added twice there. The last
+    shape has a tile and part of another in both directions. Built as for an H100,
+    where the tiles of SPREAD slide too."""
+    spec = by_shape.gemm_specs((tiles,), "sm_90")[tiles]
+    assert template_arguments(spec.source, spec.name_expression)["SLIDE"] == 1
     p = by_shape.TILES[tiles]
-    slides = [
-        s for s in SMALL if s.M > p["BM"] and s.N > p["BN"] and (s.M % p["BM"] or s.N % p["BN"])
-    ]
-    assert slides, f"no shape of SMALL slides {tiles} tiles"
-    report = judge.check(spec, backend="cpu", shapes=SMALL)
-    assert report.ok and {c.shape for c in report.cases} == set(SMALL), str(report)
+    slides = Shape(p["BM"] + 44, p["BN"] + 72, 40, "a tile and part of another each way")
+    report = judge.check(spec, backend="cpu", shapes=(*SMALL, slides))
+    assert report.ok and {c.shape for c in report.cases} == {*SMALL, slides}, str(report)
 
 
-def test_without_slide_step_08_is_the_kernel_with_the_slides_lines_taken_out():
-    """SLIDE = 0, step 08's own: the same machine code as its source with every line
-    of the slide removed, so that what was measured of step 08 before the slide
-    existed still holds (nvdisasm, sm_90)."""
+def test_without_slide_or_ragged_step_08_is_the_kernel_without_their_lines():
+    """SLIDE = 0 and RAGGED = 0, step 08's own: the same machine code as its source
+    with every line of the slide and of the ragged end removed, so that what was
+    measured of step 08 before they existed still holds (nvdisasm, sm_90)."""
     sass = pytest.importorskip("autograder.measure.sass")
     step = registry.step("08")
     src = step.source()
@@ -274,6 +315,7 @@ def test_without_slide_step_08_is_the_kernel_with_the_slides_lines_taken_out():
             "blockIdx.x * BN",
         ),
         ("      if (SLIDE && row < ownRow) continue;\n", ""),
+        ("      if (RAGGED && next == NONE && k0 + k >= layerK) break;\n", ""),
     ):
         assert plain.count(old) == 1, old
         plain = plain.replace(old, new)

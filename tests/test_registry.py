@@ -40,8 +40,8 @@ def test_file_defines_the_registered_kernel_with_the_registered_parameters(step)
     if step.params:
         declared = re.search(r"template\s*<([^>]*)>\s*__global__", source)[1].split(",")
         names = [p.split("=")[0].split()[-1] for p in declared]
-        # The registered parameters, then only ones with a default (08's SLIDE, which
-        # step 09 sets for some of its tile shapes).
+        # The registered parameters, then only ones with a default (08's SLIDE, RAGGED
+        # and SPREAD, which step 09 sets for some of its tile shapes).
         assert names[: len(step.params)] == list(step.params)
         assert all("=" in p for p in declared[len(step.params) :])
 

@@ -155,7 +155,7 @@ class Step:
     def instantiation(self, *trailing: int) -> str:
         """The name expression with `trailing` template arguments after the registered
         parameters, for parameters the kernel declares with a default (step 08's SLIDE,
-        which step 09 sets for some of its tile shapes)."""
+        RAGGED and SPREAD, which step 09 sets for some of its tile shapes)."""
         args = [*self.params.values(), *trailing]
         if not args:
             return self.kernel

@@ -158,7 +158,8 @@ def gpu_launcher(spec: KernelSpec, choose=None):
     if choose is None:
         info = gpu.device_info()
         choose = by_shape.chooser(info.name, info.sms)
-    gemms = {name: _gpu_kernel(s) for name, s in by_shape.gemm_specs().items()}
+    specs = by_shape.gemm_specs(arch=gpu.device_info().arch)
+    gemms = {name: _gpu_kernel(s) for name, s in specs.items()}
     reduce = _gpu_kernel(spec)
     launch = by_shape.compose(
         choose,

@@ -56,6 +56,21 @@ from .kernel import KernelSpec
 # (H100, 2026-11-27). With SLIDE = 0 the kernel compiles for sm_90 to the same
 # machine code as it did before SLIDE existed (nvdisasm, NVRTC 13.5).
 SLID = frozenset({"128x256", "128x128w16", "64x128w8", "32x64w4"})
+# The tile shapes that, built for this architecture or a later one, slide and read
+# B's unaligned rows spread out too (kernels/08's SPREAD = 1: step 08's own rule
+# spreads only where that compiles without spilling on every architecture). Slid and
+# spread, 256x128 ran 4095x4097x4093 at 100.4 to 100.5% of cuBLAS, where it ran at
+# 99.2 to 99.3% with neither, 99.3% spread alone and 90.4% slid alone (H100,
+# 2026-11-27). Built for sm_75 or sm_80, it spilled 8 bytes.
+SPREAD = {"256x128": "sm_90"}
+# The tile shapes with a twin whose last slice of K stops where K does (kernels/08's
+# RAGGED = 1), run where K is not a multiple of BK (gemm_key), in % of cuBLAS:
+# 64x128w8 at 2000x3000x100 102 instead of 96 and at 1001x777x513 81 instead of 80,
+# 32x64w4 at 333x777x129 86 instead of 84.5. Where K is a multiple of BK the twin
+# would only cost: its check changes what ptxas makes of the other loops (64x128w8
+# at 1024^3 99 instead of 101) (H100, 2026-11-27). In the tiles of 64 x 32 and 32 x 64
+# warps it spilled (sm_86, sm_75); the other small ones were not measured with it.
+RAGGED = frozenset({"64x128w8", "32x64w4"})
 TILES: dict[str, dict[str, int]] = {
     "256x128": dict(registry.step("08").params),
     "128x256": dict(registry.step("08").params, BM=128, BN=256, WM=32, WN=64),
@@ -389,18 +404,37 @@ def chooser(gpu_name: str, sms: int) -> Callable[[int, int, int], Plan | Bands]:
 # ---- the GEMM built around a reduction kernel ----------------------------------------------
 
 
-def gemm_specs(tiles: tuple[str, ...] = tuple(TILES)) -> dict[str, KernelSpec]:
-    """Step 08's course kernel at each of these tile shapes, with SLIDE = 1 (its last,
-    defaulted template argument) for those of SLID."""
+def gemm_key(tiles: str, K: int) -> str:
+    """The key of gemm_specs that runs a plan's tiles for this K: their RAGGED twin where
+    K ends inside a slice and they have one, else the tiles' own name."""
+    ragged = tiles in RAGGED and K % TILES[tiles]["BK"]
+    return f"{tiles} ragged" if ragged else tiles
+
+
+def gemm_specs(
+    tiles: tuple[str, ...] = tuple(TILES), arch: str | None = None
+) -> dict[str, KernelSpec]:
+    """Step 08's course kernel at each of these tile shapes, built for `arch` (None: for
+    any), with its defaulted template arguments: SLIDE = 1 for those of SLID, SLIDE and
+    SPREAD = 1 for those of SPREAD where arch is the one named there or later; and for
+    those of RAGGED, a twin with RAGGED = 1 too, keyed as gemm_key names it."""
     step = registry.step("08")
     specs = {}
     for name in tiles:
         tiled = step.with_params(**TILES[name])
-        spec = KernelSpec.from_step(tiled)
-        if name in SLID:
-            spec = replace(spec, name_expression=tiled.instantiation(1))
-        specs[name] = spec
+        spread = name in SPREAD and arch is not None and _at_least(arch, SPREAD[name])
+        for ragged in (0, 1) if name in RAGGED else (0,):
+            flags = [int(name in SLID or spread), ragged, int(spread)]
+            while flags and not flags[-1]:  # trailing defaults left out
+                flags.pop()
+            spec = replace(KernelSpec.from_step(tiled), name_expression=tiled.instantiation(*flags))
+            specs[gemm_key(name, 1) if ragged else name] = spec
     return specs
+
+
+def _at_least(arch: str, oldest: str) -> bool:
+    """Whether 'sm_90' is 'sm_80' or later."""
+    return int(arch.removeprefix("sm_").rstrip("a")) >= int(oldest.removeprefix("sm_"))
 
 
 def graded_splits(M: int, N: int, K: int) -> int:
@@ -437,8 +471,9 @@ def compose(
             ]  # fmt: skip
             return "; ".join(n for n in notes if n) or None
         splits = max(plan.splits, graded_splits(M, N, K) if split_every_case else 1)
+        gemm = gemms[gemm_key(plan.tiles, K)]
         if splits == 1:
-            return gemms[plan.tiles](M, N, K, alpha, A, B, beta, C)
+            return gemm(M, N, K, alpha, A, B, beta, C)
         # Allocated outside the timed launches' steady state: every layer is
         # written in full before the reduction reads it, so a kept one is as good.
         floats = splits * M * N
@@ -449,7 +484,7 @@ def compose(
         partial = held[floats]
         split.append(dict(partial=partial, splits=splits, row0=row0, rows=M))
         notes = [
-            gemms[plan.tiles](M, N, K, 1.0, A, B, 0.0, partial, layers=splits),
+            gemm(M, N, K, 1.0, A, B, 0.0, partial, layers=splits),
             reduce(M, N, splits, alpha, partial, beta, C),
         ]
         return "; ".join(n for n in notes if n) or None
