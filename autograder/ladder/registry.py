@@ -170,7 +170,7 @@ class Step:
         compiles for that one alone."""
         if self.min_arch.endswith("a"):
             return arch == self.min_arch
-        return _arch_number(arch) >= _arch_number(self.min_arch)
+        return arch_number(arch) >= arch_number(self.min_arch)
 
     def runs_on_gpu(self, arch: str) -> bool:
         """Whether a GPU of this architecture ('sm_90', as the device reports it)
@@ -207,7 +207,7 @@ class Step:
         return replace(self.with_params(**self.every_term), every_term={})
 
 
-def _arch_number(arch: str) -> int:
+def arch_number(arch: str) -> int:
     """'sm_90' -> 90, 'sm_90a' -> 90."""
     return int("".join(c for c in arch if c.isdigit()))
 

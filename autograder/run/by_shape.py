@@ -422,7 +422,11 @@ def gemm_specs(
     specs = {}
     for name in tiles:
         tiled = step.with_params(**TILES[name])
-        spread = name in SPREAD and arch is not None and _at_least(arch, SPREAD[name])
+        spread = (
+            name in SPREAD
+            and arch is not None
+            and registry.arch_number(arch) >= registry.arch_number(SPREAD[name])
+        )
         for ragged in (0, 1) if name in RAGGED else (0,):
             flags = [int(name in SLID or spread), ragged, int(spread)]
             while flags and not flags[-1]:  # trailing defaults left out
@@ -430,11 +434,6 @@ def gemm_specs(
             spec = replace(KernelSpec.from_step(tiled), name_expression=tiled.instantiation(*flags))
             specs[gemm_key(name, 1) if ragged else name] = spec
     return specs
-
-
-def _at_least(arch: str, oldest: str) -> bool:
-    """Whether 'sm_90' is 'sm_80' or later."""
-    return int(arch.removeprefix("sm_").rstrip("a")) >= int(oldest.removeprefix("sm_"))
 
 
 def graded_splits(M: int, N: int, K: int) -> int:
