@@ -155,11 +155,10 @@ def gpu_launcher(spec: KernelSpec, choose=None):
         return _gpu_kernel(spec)
     import cupy
 
+    info = gpu.device_info()
     if choose is None:
-        info = gpu.device_info()
         choose = by_shape.chooser(info.name, info.sms)
-    specs = by_shape.gemm_specs(arch=gpu.device_info().arch)
-    gemms = {name: _gpu_kernel(s) for name, s in specs.items()}
+    gemms = {name: _gpu_kernel(s) for name, s in by_shape.gemm_specs(arch=info.arch).items()}
     reduce = _gpu_kernel(spec)
     launch = by_shape.compose(
         choose,

@@ -408,7 +408,11 @@ def gemm_key(tiles: str, K: int) -> str:
     """The key of gemm_specs that runs a plan's tiles for this K: their RAGGED twin where
     K ends inside a slice and they have one, else the tiles' own name."""
     ragged = tiles in RAGGED and K % TILES[tiles]["BK"]
-    return f"{tiles} ragged" if ragged else tiles
+    return _twin(tiles) if ragged else tiles
+
+
+def _twin(tiles: str) -> str:
+    return f"{tiles} ragged"
 
 
 def gemm_specs(
@@ -422,6 +426,7 @@ def gemm_specs(
     specs = {}
     for name in tiles:
         tiled = step.with_params(**TILES[name])
+        spec = KernelSpec.from_step(tiled)
         spread = (
             name in SPREAD
             and arch is not None
@@ -431,8 +436,8 @@ def gemm_specs(
             flags = [int(name in SLID or spread), ragged, int(spread)]
             while flags and not flags[-1]:  # trailing defaults left out
                 flags.pop()
-            spec = replace(KernelSpec.from_step(tiled), name_expression=tiled.instantiation(*flags))
-            specs[gemm_key(name, 1) if ragged else name] = spec
+            key = _twin(name) if ragged else name
+            specs[key] = replace(spec, name_expression=tiled.instantiation(*flags))
     return specs
 
 
