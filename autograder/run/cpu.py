@@ -24,12 +24,28 @@ from pathlib import Path
 import numpy as np
 
 from ..isolate import isolation
-from . import contract, device_only
+from . import contract, device_only, syntax
 from .backends import KernelFault
 from .kernel import KernelSpec
 
 RUNTIME = Path(__file__).with_name("cpu_runtime.h")
-FLAGS = ("-std=c++17", "-O2", "-shared", "-fPIC", "-pthread", "-w", "-fno-strict-aliasing")
+# Hidden visibility: each library keeps its own runtime. A process loads several (the
+# learner's kernel and the reference, the diagnostic build beside the normal one), and
+# exported inline variables and functions would otherwise all bind to the first's.
+FLAGS = (
+    "-std=c++17", "-O2", "-shared", "-fPIC", "-pthread", "-w", "-fno-strict-aliasing",
+    "-fvisibility=hidden", "-fvisibility-inlines-hidden",
+)  # fmt: skip
+# How each build is compiled (autograder.judge.localize uses the last two). "diagnose"
+# checks more, to name what went wrong (cpu_runtime.h's CPU_DIAGNOSE); "variants" holds
+# many versions of the kernel, one switched on at a time (CPU_VARIANTS). Both are built
+# for a short compile rather than speed: they run small cases only.
+_QUICK = tuple(f if f != "-O2" else "-O1" for f in FLAGS)
+BUILDS = {
+    "normal": FLAGS,
+    "diagnose": (*_QUICK, "-DCPU_DIAGNOSE"),
+    "variants": (*_QUICK, "-DCPU_VARIANTS"),
+}
 # Blocks are shared out among this many OS threads.
 WORKERS = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "sgemm-course" / "cpu"
@@ -56,7 +72,12 @@ UNSUPPORTED = (
 
 
 class UnsupportedOnCpu(Exception):
-    """The kernel uses a construct the CPU backend cannot run."""
+    """The kernel uses a construct the CPU backend cannot run; log: the C++ compiler's
+    own output, where it was the compiler that could not build it."""
+
+    def __init__(self, message: str, log: str = ""):
+        super().__init__(message)
+        self.log = log
 
 
 class NoCompiler(RuntimeError):
@@ -116,18 +137,52 @@ def _shared_array(m: re.Match) -> str:
     )
 
 
+def _own_floats(source: str, build: str) -> str:
+    """A thread's own floats made safe to run and visible when misused, lines kept:
+    every array checked on every index (cpu_runtime.h's bounded: an index past its end
+    would overwrite the thread's other values), and what is declared without a value
+    filled with NaN (which C then shows), or, in the diagnostic build, checked on every
+    read and named (local_array, local_scalar)."""
+    parsed = syntax.Source.parse(source)
+    edits = []
+    for declaration in syntax.own_floats(parsed):
+        text = []
+        for v in declaration.locals:
+            named = f'"{v.name}", {v.line}'
+            if not v.dims:  # a scalar without a value
+                text.append(
+                    f"__cpu::local_scalar<{v.kind}> {v.name}({named});"
+                    if build == "diagnose"
+                    else f"{v.kind} {v.name}; __cpu::poison_local({v.name});"
+                )
+                continue
+            checked = "local_array" if build == "diagnose" and v.value is None else "bounded"
+            value = f", {v.value}" if v.value is not None else ""
+            text.append(
+                f"__cpu::{checked}<{v.kind}{v.dims}> __cpu_{v.name}({named}{value}); "
+                f"auto {v.name} = __cpu_{v.name}.view();"
+            )
+        edits.append((declaration.start, declaration.end, " ".join(text)))
+    return parsed.edited(edits) if edits else source
+
+
 def translate(
-    source: str, name_expression: str, filename: str = "kernel.cu", kind: str = "gemm"
+    source: str,
+    name_expression: str,
+    filename: str = "kernel.cu",
+    kind: str = "gemm",
+    build: str = "normal",
 ) -> str:
     """C++ for cpu_runtime.h, with the learner's line numbers (in `filename`, so that a
     fault names the learner's file and line), plus an entry point, cpu_launch, that
     takes the `kind` contract's arguments and, after each of its pointers, the padded
-    buffer it lies in and that buffer's size.
+    buffer it lies in and that buffer's size. build: one of BUILDS.
 
     Raises contract.Mismatch when the kernel's parameters are not the contract's."""
     terms = contract.CONTRACTS[kind]
     contract.check(source, name_expression, filename, terms)
-    code = source.replace("reinterpret_cast<", "__cpu::cast<")
+    code = _own_floats(source, build)
+    code = code.replace("reinterpret_cast<", "__cpu::cast<")
     code = _EXTERN_SHARED.sub(r"__cpu::ptr<\1> \2 = __cpu::dynamic_shared<\1>();", code)
     code = _SHARED.sub(_shared_array, code)
     code = _VOID_POINTER.sub("__cpu::vptr ", code)
@@ -153,7 +208,7 @@ def translate(
 #line 1 "{_c_string(filename)}"
 {code}
 #line 1 "cpu_entry.cpp"
-extern "C" int cpu_launch({", ".join(parameters)},
+extern "C" CPU_EXPORT int cpu_launch({", ".join(parameters)},
                           unsigned gx, unsigned gy, unsigned layers, unsigned bx, unsigned by,
                           int reverse, unsigned workers, char* message, int message_size,
                           char* notes, int notes_size) {{
@@ -175,8 +230,18 @@ def compiler() -> str:
     )
 
 
-def build(spec: KernelSpec) -> Path:
-    """Compile spec for the CPU (cached by content) and return the shared library."""
+def preprocessed(spec: KernelSpec) -> str:
+    """spec's source as the CPU backend builds it: checked to be device code only, and
+    preprocessed as NVRTC would (device_only). Raises UnsupportedOnCpu, HostCode,
+    NoCompiler or CompileError."""
+    refuse_unsupported(spec.source, spec.filename)
+    return device_only.preprocess(spec.source, spec.filename, compiler())
+
+
+def build(spec: KernelSpec, kind: str = "normal", source: str | None = None) -> Path:
+    """Compile spec for the CPU (cached by content) and return the shared library.
+    kind: which build (BUILDS); source: what to build instead of preprocessed(spec),
+    made from it by the grader (autograder.judge.localize)."""
     refuse_unsupported(spec.source, spec.filename)
     if spec.geometry.shared_bytes > DYNAMIC_SHARED_BYTES:
         raise UnsupportedOnCpu(
@@ -185,9 +250,10 @@ def build(spec: KernelSpec) -> Path:
             "kernel on a GPU (--backend gpu)"
         )
     cxx = compiler()
-    source = device_only.preprocess(spec.source, spec.filename, cxx)
-    cpp = translate(source, spec.name_expression, spec.filename, spec.contract)
-    key = hashlib.sha256("\0".join([cpp, RUNTIME.read_text(), cxx, *FLAGS]).encode())
+    flags = BUILDS[kind]
+    source = source or device_only.preprocess(spec.source, spec.filename, cxx)
+    cpp = translate(source, spec.name_expression, spec.filename, spec.contract, kind)
+    key = hashlib.sha256("\0".join([cpp, RUNTIME.read_text(), cxx, *flags]).encode())
     library = CACHE / f"{key.hexdigest()[:24]}.so"
     if library.exists():
         return library
@@ -200,7 +266,7 @@ def build(spec: KernelSpec) -> Path:
     partial = library.with_suffix(f".{os.getpid()}.tmp")
     try:
         result = subprocess.run(
-            [cxx, *FLAGS, "-I", str(RUNTIME.parent), str(source_path), "-o", str(partial)],
+            [cxx, *flags, "-I", str(RUNTIME.parent), str(source_path), "-o", str(partial)],
             capture_output=True,
             text=True,
             check=False,
@@ -208,7 +274,7 @@ def build(spec: KernelSpec) -> Path:
     finally:
         source_path.unlink(missing_ok=True)
     if result.returncode:
-        raise UnsupportedOnCpu(_untranslatable(result.stderr, spec.filename))
+        raise UnsupportedOnCpu(_untranslatable(result.stderr, spec.filename), result.stderr)
     partial.replace(library)  # atomic: a concurrent build never sees half a library
     return library
 
@@ -339,14 +405,16 @@ def _stride_hint(fault: str, source: str) -> str:
 
 
 def _with_hint(fault: str, kind: str = "gemm", source: str = "") -> str:
+    """A fault with what to look at, where the fault alone does not say it: an access
+    outside A, B or C (or the reduction's partial sums) names the bounds to check."""
     stride = _stride_hint(fault, source)
     if stride:
         return fault + stride
-    if "misaligned" in fault:
+    if "misaligned" in fault and re.search(r"\b(A|B|C|partial)\b", fault):
         return fault + ": use scalar accesses where K or N is not a multiple of 4"
-    # A failed assert, a read of unwritten shared memory: the message says what to look at.
-    if any(s in fault for s in ("failed assert(", "before any thread of")):
-        return fault
+    outside = re.search(r"\b(?:read|accessed) ([A-Za-z]\w*)\[-?\d+\], \d+ floats? (?:past|before)", fault)
+    if not outside:
+        return fault  # a race, an unwritten element, an array's bound: said in full
     if kind == "reduce":
         return fault + (
             ": check the bounds on M and N, and that partial s of element (row, col) is "

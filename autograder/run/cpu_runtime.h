@@ -38,7 +38,18 @@
 #include <string>
 #include <type_traits>
 #include <vector>
+#include <csignal>
 #include <ucontext.h>
+
+// What the library exports (it is built with hidden visibility: autograder/run/cpu.py).
+#define CPU_EXPORT __attribute__((visibility("default")))
+// What every access runs through: inlined whatever the optimiser thinks of the size of
+// the kernel around it (the diagnostic builds' kernels hold many versions of it).
+#define CPU_HOT __attribute__((always_inline))
+// The builds autograder/judge/localize.py makes (see "The diagnostic builds" below).
+#if defined(CPU_DIAGNOSE) || defined(CPU_VARIANTS)
+#define CPU_BUDGET
+#endif
 
 // CUDA's qualifiers mean nothing here.
 #define __global__
@@ -173,18 +184,19 @@ struct Index {
   std::ptrdiff_t i;
   Where where;
   template <class I, class = std::enable_if_t<std::is_integral_v<I> || std::is_enum_v<I>>>
-  Index(I i_, const char* file = __builtin_FILE(), int line = __builtin_LINE())
+  CPU_HOT Index(I i_, const char* file = __builtin_FILE(), int line = __builtin_LINE())
       : i((std::ptrdiff_t)i_), where{file, line} {}
 };
 
 // A CUDA thread: a fiber whose stack begins with a pointer to this record.
 struct Thread {
   uint3 idx;
+  unsigned linear = 0;  // its index in the block
   bool done = false;
+  long accesses = 0;  // in this block, for the diagnostic builds' budget
   Worker* worker;
   Context context;
-  char* stack = nullptr;
-  ~Thread() { std::free(stack); }
+  char* stack = nullptr;  // from stack_pool: kept for the next launch
 };
 
 // An OS thread that runs whole blocks with its own fibers.
@@ -198,10 +210,43 @@ struct Worker {
   std::vector<Seen> seen;  // shared arrays and the block that last poisoned them
 };
 
+#ifdef CPU_DIAGNOSE
+// What the diagnostic build keeps per worker. Global, not in Worker: the scheduler
+// and the threads of a block share it across stack switches, which the compiler
+// cannot see, and it optimised a Worker's own field as if nobody else wrote it.
+struct Diagnostics {
+  long epoch = 0;  // the round between two barriers, over all the worker's blocks
+  std::string unwritten_read;  // the round's first read of a shared element nobody wrote
+};
+inline Diagnostics diagnostics[MAX_WORKERS];
+#endif
+
+#ifdef CPU_BUDGET
+// ---- The diagnostic builds (autograder/judge/localize.py) ----
+// They run a failing kernel again, to name what went wrong (CPU_DIAGNOSE: a race, a
+// thread's own float read before it was given a value), and run versions of it one
+// edit away, to find the line where one change makes every case pass (CPU_VARIANTS:
+// `site` names the place in the source that differs, `choice` which of its
+// alternatives runs; -1: none, the kernel as written). A version may loop for ever:
+// a thread is stopped after `budget` accesses to memory in one block.
+inline int site = -1;
+inline int choice = 0;
+inline long budget = 0;  // accesses one thread may make in one block; 0: no limit
+#ifdef CPU_DIAGNOSE
+inline bool watch = true;  // races are watched for (shared arrays' Shadow)
+#endif
+
+extern "C" CPU_EXPORT void cpu_configure(int site_, int choice_, long budget_) {
+  site = site_, choice = choice_, budget = budget_;
+}
+
+inline void count_access();  // the budget (below)
+#endif
+
 // The running CUDA thread, found from the address of a local variable: fiber
 // stacks are aligned to their size, so this needs no thread-local storage
 // (which is slow in a library loaded at run time).
-inline Thread* self() {
+CPU_HOT inline Thread* self() {
   char probe;
   return *(Thread**)((uintptr_t)&probe & ~(uintptr_t)(STACK_BYTES - 1));
 }
@@ -241,6 +286,17 @@ inline std::string who(const Thread* t) {
     stopped = true;
   }
   _longjmp(t->worker->abort_launch, 1);
+}
+
+// fault(), for the scheduler of worker w rather than a thread.
+[[noreturn]] inline void stop(Worker& w, const std::string& what) {
+  const long b = linear_block(w.block_idx);
+  {
+    std::lock_guard<std::mutex> hold(report_lock);
+    if (!stopped || b < error_block) error = what, error_block = b;
+    stopped = true;
+  }
+  _longjmp(w.abort_launch, 1);
 }
 
 // The matrices of the launch, so that a raw pointer into one (&A[i], then
@@ -295,14 +351,17 @@ struct ptr {
       : p(matrix), base((const char*)matrix), end((const char*)(matrix + count)),
         lo((const char*)buffer), hi((const char*)(buffer + buffer_count)), name(matrix_name) {}
 
-  T& at(std::ptrdiff_t i, const Where& w) const {
+  CPU_HOT T& at(std::ptrdiff_t i, const Where& w) const {
+#ifdef CPU_BUDGET
+    count_access();
+#endif
     T* q = p + i;
     const char* c = (const char*)q;
     if (base && (c < base || c + sizeof(T) > end)) outside(c, w);
     if ((uintptr_t)q % alignof(T) != 0) misaligned(w);
     return *q;
   }
-  T& operator[](Index i) const { return at(i.i, i.where); }
+  CPU_HOT T& operator[](Index i) const { return at(i.i, i.where); }
   T& operator*() const { return at(0, where); }
   T* operator->() const { return &at(0, where); }
   ptr operator+(Index i) const { ptr r = *this; r.p += i.i; r.where = i.where; return r; }
@@ -395,38 +454,148 @@ inline void fresh_shared(void* memory, size_t bytes) {
   w.seen.push_back({memory, w.block_serial});
 }
 
-// A __shared__ array of floats (or doubles): one per worker, filled with NaN
-// bits 0xFF...FF when a block starts, as other shared memory is. Its elements
-// are read through sref, which stops the launch at the first read of an
-// element still holding those bits (no float a kernel computes has them): no
-// thread of the block has written it. Reads through a pointer (&As[i][j]) are
-// not checked; writes through one count, since they replace the bits.
-struct SharedInfo {
+// Checked arrays: a __shared__ array of floats (or doubles), one per worker, and
+// a thread's own array or scalar of floats (registers on a GPU) declared without
+// a value. Each starts filled with NaN bits that no float a kernel computes has
+// (shared memory 0xFF...FF, as other shared memory; a thread's own 0xFFC0FFEE...)
+// and its elements are read through sref, which stops the launch at the first
+// read of an element still holding them: no thread of the block (or the thread
+// itself) has written it. Every index is checked against the array. Reads
+// through a pointer (&As[i][j]) are not checked; writes through one count, since
+// they replace the bits. The normal build checks shared arrays only and just
+// fills a thread's own arrays with their NaN (poison_local), so that C shows where
+// they were read; the diagnostic build (CPU_DIAGNOSE) checks those too, and
+// watches shared arrays for races (Shadow).
+struct ArrayInfo {
   const char* name = nullptr;
   int rank = 0;
   size_t dims[4] = {};
+  size_t count = 1;    // elements in all
+  bool local = false;  // a thread's own, not shared memory
+  int line = 0;        // where a thread's own is declared
+#ifdef CPU_DIAGNOSE
+  // Who last wrote and read an element of a shared array, and in which round
+  // between barriers (Worker::epoch): two threads' accesses to one element in the
+  // same round, one of them a write, are a race.
+  struct Access {
+    int thread = -1;
+    int line = 0;
+    long epoch = -1;
+  };
+  struct Shadow {
+    Access write, read;
+    Access earlier_read;  // by another thread than `read`'s, in the same round, if any
+  };
+  Shadow* shadow = nullptr;
+#endif
+  template <class A>
+  void describe(const char* name_, bool local_, int line_) {
+    name = name_, local = local_, line = line_, rank = (int)std::rank_v<A>;
+    if constexpr (std::rank_v<A> >= 1) dims[0] = std::extent_v<A, 0>;
+    if constexpr (std::rank_v<A> >= 2) dims[1] = std::extent_v<A, 1>;
+    if constexpr (std::rank_v<A> >= 3) dims[2] = std::extent_v<A, 2>;
+    if constexpr (std::rank_v<A> >= 4) dims[3] = std::extent_v<A, 3>;
+    count = sizeof(A) / sizeof(std::remove_all_extents_t<A>);
+  }
+  // "As[3][5]" for the element at flat offset i.
+  std::string element(size_t i) const {
+    std::string index;
+    size_t rest = i, stride = count;
+    for (int d = 0; d < rank; ++d) {
+      stride /= dims[d];
+      index += "[" + std::to_string(rest / stride) + "]";
+      rest %= stride;
+    }
+    return name + index;
+  }
+  std::string shape() const {
+    std::string text = name;
+    for (int d = 0; d < rank; ++d) text += "[" + std::to_string(dims[d]) + "]";
+    return text;
+  }
 };
 
+// The NaN shared memory starts with: every byte 0xFF.
 template <class T>
-inline bool unwritten_bits(T v) {
-  unsigned char bytes[sizeof(T)];
-  std::memcpy(bytes, &v, sizeof(T));
-  for (unsigned char b : bytes) if (b != 0xFF) return false;
-  return true;
+inline T shared_poison() {
+  T v;
+  std::memset(&v, 0xFF, sizeof(T));
+  return v;
 }
+
+// The NaN a thread's own floats start with (quiet, so arithmetic passes it on).
+template <class T>
+inline T local_poison() {
+  if constexpr (sizeof(T) == 4) {
+    const uint32_t bits = 0xFFC0FFEEu;
+    T v;
+    std::memcpy(&v, &bits, 4);
+    return v;
+  } else {
+    const uint64_t bits = 0xFFF8C0FFEEC0FFEEull;
+    T v;
+    std::memcpy(&v, &bits, 8);
+    return v;
+  }
+}
+
+template <class T>
+inline bool poisoned(T v, bool local) {
+  const T p = local ? local_poison<T>() : shared_poison<T>();
+  return std::memcmp(&v, &p, sizeof(T)) == 0;
+}
+
+// Either NaN: one compare each on the hot path, before asking which array it is.
+template <class T>
+inline bool maybe_poisoned(T v) {
+  const T l = local_poison<T>(), s = shared_poison<T>();
+  return __builtin_expect(std::memcmp(&v, &l, sizeof(T)) == 0 || std::memcmp(&v, &s, sizeof(T)) == 0, 0);
+}
+
+// A thread's own float (or array of floats) declared without a value: filled with
+// its NaN in the normal build.
+template <class A>
+inline void poison_local(A& a) {
+  using T = std::remove_all_extents_t<A>;
+  T* p = (T*)&a;
+  for (size_t i = 0; i < sizeof(A) / sizeof(T); ++i) p[i] = local_poison<T>();
+}
+
+#ifdef CPU_DIAGNOSE
+inline void shared_read(const ArrayInfo& info, size_t i, const Where& where, bool unwritten);
+inline void shared_write(const ArrayInfo& info, size_t i, const Where& where);
+#endif
 
 template <class T>
 struct sref {
   T* p;
   const T* data;  // the whole array's
-  const SharedInfo* info;
+  const ArrayInfo* info;
   Where where;
-  operator T() const {
+  CPU_HOT operator T() const {
     const T v = *p;
-    if (__builtin_expect(unwritten_bits(v), 0)) unwritten();
+    const bool unwritten = maybe_poisoned(v) && poisoned(v, info->local);
+#ifdef CPU_BUDGET
+    count_access();
+#endif
+#ifdef CPU_DIAGNOSE
+    // A shared element read before it was written may be written by another thread
+    // before the next barrier (a race) or not at all: shared_read tells which.
+    if (info->shadow && watch) return shared_read(*info, (size_t)(p - data), where, unwritten), v;
+#endif
+    if (unwritten) this->unwritten();
     return v;
   }
-  sref& operator=(T v) { *p = v; return *this; }
+  CPU_HOT sref& operator=(T v) {
+#ifdef CPU_BUDGET
+    count_access();
+#endif
+#ifdef CPU_DIAGNOSE
+    if (info->shadow && watch) shared_write(*info, (size_t)(p - data), where);
+#endif
+    *p = v;
+    return *this;
+  }
   sref& operator=(const sref& o) { return *this = (T)o; }
   sref& operator+=(T v) { return *this = (T)*this + v; }
   sref& operator-=(T v) { return *this = (T)*this - v; }
@@ -436,31 +605,40 @@ struct sref {
 
  private:
   [[noreturn]] void unwritten() const {
-    std::string index;
-    size_t rest = (size_t)(p - data), stride = 1;
-    for (int d = 1; d < info->rank; ++d) stride *= info->dims[d];
-    for (int d = 0; d < info->rank; ++d) {
-      index += "[" + std::to_string(rest / stride) + "]";
-      rest %= stride;
-      if (d + 1 < info->rank) stride /= info->dims[d + 1];
-    }
-    fault(std::string("read ") + info->name + index + " before any thread of the block wrote it" +
-          at_line(where) + ": a missing __syncthreads() after the loads, or a tile not fully "
-          "loaded");
+    const std::string element = info->element((size_t)(p - data));
+    if (info->local)
+      fault("read " + element + " before any value was stored in it" + at_line(where) + ": " +
+            info->name + ", declared at line " + std::to_string(info->line) +
+            ", has no initial value");
+    fault("read " + element + " before any thread of the block wrote it" + at_line(where) +
+          ": a missing __syncthreads() after the loads, or a tile not fully loaded");
   }
 };
+
+[[noreturn]] inline void outside_array(const ArrayInfo& info, std::ptrdiff_t at, const Where& w) {
+  const bool before = at < 0;
+  fault("indexed " + (before ? std::string(info.name) : info.element((size_t)at)) +
+        (before ? ", before the start of " : ", past the end of ") +
+        (info.local ? "its own array " : "the shared array ") + info.shape() + " (" +
+        std::to_string(info.count) + " elements)" + at_line(w) +
+        (info.local ? "" : " (on a GPU it reads or corrupts other shared data)"));
+}
 
 template <class T, class A>  // A: the array type this view indexes, e.g. float[BK]
 struct sview {
   T* data;  // the whole array's
-  const SharedInfo* info;
+  const ArrayInfo* info;
   size_t offset;  // of this view's first element, in elements
+  size_t count;   // elements in the whole array
   using Sub = std::remove_extent_t<A>;
   static constexpr size_t SUB = sizeof(Sub) / sizeof(T);
   auto operator[](Index i) const {
+    // The whole array is the bound, as on a GPU: As[r][BK] is As[r + 1][0].
+    // One unsigned compare: a negative index wraps past the end.
     const size_t at = offset + (size_t)i.i * SUB;
+    if (__builtin_expect(at > count - SUB, 0)) outside_array(*info, offset + i.i * (std::ptrdiff_t)SUB, i.where);
     if constexpr (std::rank_v<A> == 1) return sref<T>{data + at, data, info, i.where};
-    else return sview<T, Sub>{data, info, at};
+    else return sview<T, Sub>{data, info, at, count};
   }
   template <class U, class = std::enable_if_t<std::is_convertible_v<T*, U*>>>
   operator ptr<U>() const { return ptr<U>(data + offset); }
@@ -470,23 +648,168 @@ template <class A>
 struct shared_array {
   using T = std::remove_all_extents_t<A>;
   alignas(16) A data;
-  SharedInfo info;
+  ArrayInfo info;
   long serial = -1;
+#ifdef CPU_DIAGNOSE
+  ArrayInfo::Shadow shadow[sizeof(A) / sizeof(T)];
+#endif
   // The view a thread uses; the first thread of each block refills the array.
   sview<T, A> fresh(const char* name) {
     Worker& w = *self()->worker;
     if (serial != w.block_serial) {
       std::memset(&data, 0xFF, sizeof data);
-      info.name = name, info.rank = (int)std::rank_v<A>;
-      if constexpr (std::rank_v<A> >= 1) info.dims[0] = std::extent_v<A, 0>;
-      if constexpr (std::rank_v<A> >= 2) info.dims[1] = std::extent_v<A, 1>;
-      if constexpr (std::rank_v<A> >= 3) info.dims[2] = std::extent_v<A, 2>;
-      if constexpr (std::rank_v<A> >= 4) info.dims[3] = std::extent_v<A, 3>;
+      info.describe<A>(name, false, 0);
+#ifdef CPU_DIAGNOSE
+      info.shadow = shadow;
+#endif
       serial = w.block_serial;
     }
-    return sview<T, A>{(T*)&data, &info, 0};
+    return sview<T, A>{(T*)&data, &info, 0, sizeof(A) / sizeof(T)};
   }
 };
+
+// A thread's own array of floats, with every index checked against it: on the CPU an
+// index past its end would overwrite the thread's other values (on a GPU, it reads or
+// writes other local data). Element access is a plain reference, as fast as the
+// array's own. view() is what the kernel's code sees under the array's name.
+template <class T, class A>
+struct bview {
+  T* data;  // the whole array's
+  const ArrayInfo* info;
+  size_t offset;  // of this view's first element
+  size_t count;   // elements in the whole array
+  using Sub = std::remove_extent_t<A>;
+  static constexpr size_t SUB = sizeof(Sub) / sizeof(T);
+  CPU_HOT decltype(auto) operator[](Index i) const {
+    const size_t at = offset + (size_t)i.i * SUB;
+    if (__builtin_expect(at > count - SUB, 0))
+      outside_array(*info, (std::ptrdiff_t)offset + i.i * (std::ptrdiff_t)SUB, i.where);
+    if constexpr (std::rank_v<A> == 1) return static_cast<T&>(data[at]);
+    else return bview<T, Sub>{data, info, at, count};
+  }
+  // As the array decays to a pointer, when passed to a function.
+  template <class U, class = std::enable_if_t<std::is_convertible_v<T*, U*>>>
+  operator ptr<U>() const { return ptr<U>(data + offset); }
+};
+
+template <class A>
+struct bounded {
+  using T = std::remove_all_extents_t<A>;
+  alignas(16) A data;
+  ArrayInfo info;
+  bounded(const char* name, int line) {  // declared without a value: NaN until written
+    poison_local(data);
+    info.describe<A>(name, true, line);
+  }
+  bounded(const char* name, int line, const A& value) {
+    std::memcpy(&data, &value, sizeof(A));
+    info.describe<A>(name, true, line);
+  }
+  bounded(const bounded&) = delete;
+  bview<T, A> view() { return bview<T, A>{(T*)&data, &info, 0, sizeof(A) / sizeof(T)}; }
+};
+
+#ifdef CPU_DIAGNOSE
+// A thread's own array of floats declared without a value (diagnostic build).
+template <class A>
+struct local_array {
+  using T = std::remove_all_extents_t<A>;
+  alignas(16) A data;
+  ArrayInfo info;
+  local_array(const char* name, int line) {
+    poison_local(data);
+    info.describe<A>(name, true, line);
+  }
+  local_array(const local_array&) = delete;
+  sview<T, A> view() { return sview<T, A>{(T*)&data, &info, 0, sizeof(A) / sizeof(T)}; }
+};
+
+// A thread's own float declared without a value (diagnostic build).
+template <class T>
+struct local_scalar {
+  T value = local_poison<T>();
+  ArrayInfo info;
+  local_scalar(const char* name, int line) { info.describe<T[1]>(name, true, line), info.rank = 0; }
+  sref<T> ref(Where w = {__builtin_FILE(), __builtin_LINE()}) { return sref<T>{&value, &value, &info, w}; }
+  operator T() const { return (T)sref<T>{(T*)&value, &value, &info, {}}; }
+  local_scalar& operator=(T v) { value = v; return *this; }
+  local_scalar& operator+=(T v) { return *this = (T)*this + v; }
+  local_scalar& operator-=(T v) { return *this = (T)*this - v; }
+  local_scalar& operator*=(T v) { return *this = (T)*this * v; }
+  local_scalar& operator/=(T v) { return *this = (T)*this / v; }
+  ptr<T> operator&() { return ptr<T>(&value); }
+};
+#endif
+
+#ifdef CPU_BUDGET
+CPU_HOT inline void count_access() {
+  if (__builtin_expect(++self()->accesses > budget, 0) && budget)
+    fault("ran far longer than the kernel as written (an endless loop?)");
+}
+// A turn of a loop, which counts as an access (autograder/judge/localize.py puts one in
+// every loop's condition: a loop may go round for ever without touching memory).
+CPU_HOT inline bool turn() {
+  count_access();
+  return true;
+}
+#endif
+
+#ifdef CPU_DIAGNOSE
+// "thread (3, 0, 0)" of the block, for another thread's access.
+inline std::string thread_named(int linear) {
+  char text[48];
+  std::snprintf(text, sizeof text, "thread (%u, %u, %u)", linear % block.x,
+                linear / block.x % block.y, linear / (block.x * block.y));
+  return text;
+}
+
+// The current thread did `mine` (read or wrote) to element i at `where`; another
+// thread did `theirs` to it since the last barrier.
+[[noreturn]] inline void race(const char* mine, const ArrayInfo& info, size_t i,
+                              const Where& where, const char* theirs,
+                              const ArrayInfo::Access& other) {
+  fault(std::string(mine) + " " + info.element(i) + at_line(where) + ", which " +
+        thread_named(other.thread) + " " + theirs + " at line " + std::to_string(other.line) +
+        " with no __syncthreads() between them: a race (on a GPU either may come first)");
+}
+
+inline void shared_read(const ArrayInfo& info, size_t i, const Where& where, bool unwritten) {
+  Thread* t = self();
+  Diagnostics& w = diagnostics[t->worker->id];
+  ArrayInfo::Shadow& s = info.shadow[i];
+  const int me = (int)t->linear;
+  if (s.write.epoch == w.epoch && s.write.thread != me) race("read", info, i, where, "wrote", s.write);
+  if (s.read.epoch == w.epoch && s.read.thread != me) s.earlier_read = s.read;
+  s.read = {me, where.line, w.epoch};
+  if (unwritten && w.unwritten_read.empty())
+    w.unwritten_read = who(t) + " read " + info.element(i) + " before any thread of the block "
+                       "wrote it" + at_line(where) + ", and no thread writes it before the next "
+                       "__syncthreads(): the tile is not fully loaded";
+}
+
+inline void shared_write(const ArrayInfo& info, size_t i, const Where& where) {
+  Thread* t = self();
+  Diagnostics& w = diagnostics[t->worker->id];
+  ArrayInfo::Shadow& s = info.shadow[i];
+  const int me = (int)t->linear;
+  if (s.read.epoch == w.epoch && s.read.thread != me) race("wrote", info, i, where, "read", s.read);
+  if (s.earlier_read.epoch == w.epoch && s.earlier_read.thread != me)
+    race("wrote", info, i, where, "read", s.earlier_read);
+  s.write = {me, where.line, w.epoch};
+}
+
+#endif
+
+#ifdef CPU_VARIANTS
+// A thread's own floats set to zero: the repair that gives a value to what was
+// declared without one (autograder/judge/edits.py, "add initial value").
+template <class T, class A>
+inline void zero(const bview<T, A>& v) {
+  for (size_t i = 0; i < v.count; ++i) v.data[i] = T(0);
+}
+template <class T, class = std::enable_if_t<std::is_arithmetic_v<T>>>
+inline void zero(T& v) { v = T(0); }
+#endif
 
 // printf in a kernel: checked shared elements and pointers are passed as the
 // float and the address they stand for (the runtime's own calls are std::printf).
@@ -496,6 +819,10 @@ template <class T>
 T printable(const sref<T>& r) { return (T)r; }
 template <class T>
 T* printable(const ptr<T>& q) { return q.p; }
+#ifdef CPU_DIAGNOSE
+template <class T>
+T printable(const local_scalar<T>& v) { return (T)v; }
+#endif
 template <class... Args>
 int print(const char* format, const Args&... args) {
   return std::printf(format, printable(args)...);
@@ -526,6 +853,15 @@ inline void thread_main() {
 
 inline std::atomic<long> block_serials{0};  // over all launches: see Worker::block_serial
 
+// Fiber stacks, per worker, kept from one launch to the next: allocating and first
+// touching 128 KiB for each thread of a block took longer than running a small case.
+inline std::vector<char*> stack_pool[MAX_WORKERS];
+inline char* pooled_stack(unsigned worker, unsigned i) {
+  std::vector<char*>& pool = stack_pool[worker];
+  while (pool.size() <= i) pool.push_back((char*)std::aligned_alloc(STACK_BYTES, STACK_BYTES));
+  return pool[i];
+}
+
 // Runs one worker's share of the blocks: block id, id + workers, ...
 inline void run_blocks(unsigned id, unsigned workers, bool reverse) {
   Worker w;
@@ -535,7 +871,7 @@ inline void run_blocks(unsigned id, unsigned workers, bool reverse) {
   for (unsigned i = 0; i < n; ++i) {
     Thread& t = threads[i];
     t.worker = &w;
-    t.stack = (char*)std::aligned_alloc(STACK_BYTES, STACK_BYTES);
+    t.stack = pooled_stack(id, i);
     *(Thread**)t.stack = &t;  // what self() finds
     // Stacks are aligned to their size, so their tops would all fall in the
     // same cache sets; a different number of cache lines cut off each one
@@ -553,8 +889,14 @@ inline void run_blocks(unsigned id, unsigned workers, bool reverse) {
     w.block_idx = {unsigned(b % grid.x), unsigned(b / grid.x % grid.y),
                    unsigned(b / ((long)grid.x * grid.y))};
     w.block_serial = ++block_serials;
+#ifdef CPU_DIAGNOSE
+    Diagnostics& d = diagnostics[id];
+    d.unwritten_read.clear();
+#endif
     for (unsigned i = 0; i < n; ++i) {
       threads[i].done = false;
+      threads[i].accesses = 0;
+      threads[i].linear = i;
       threads[i].idx = {i % block.x, i / block.x % block.y, i / (block.x * block.y)};
     }
     // Between two barriers the threads run one after another, all in the
@@ -562,6 +904,10 @@ inline void run_blocks(unsigned id, unsigned workers, bool reverse) {
     // from one launch to the next as it would on a GPU.
     for (bool waiting = true; waiting;) {
       waiting = false;
+#ifdef CPU_DIAGNOSE
+      if (!d.unwritten_read.empty()) stop(w, d.unwritten_read);  // nobody wrote it all round
+      ++d.epoch;
+#endif
       for (unsigned k = 0; k < n; ++k) {
         Thread& t = threads[reverse ? n - 1 - k : k];
         if (t.done) continue;
@@ -569,7 +915,43 @@ inline void run_blocks(unsigned id, unsigned workers, bool reverse) {
         waiting |= !t.done;
       }
     }
+#ifdef CPU_DIAGNOSE
+    if (!d.unwritten_read.empty()) stop(w, d.unwritten_read);
+#endif
   }
+}
+
+// A division by zero, or an access to memory the process does not have, made by a
+// kernel thread: the launch fails with the thread and what it did (on a GPU the first
+// gives an undefined value, the second cudaErrorIllegalAddress). Anything else, the
+// runtime's own code included, crashes the process as it would have.
+inline bool on_a_thread_stack(const void* p) {
+  const uintptr_t base = (uintptr_t)p & ~(uintptr_t)(STACK_BYTES - 1);
+  for (const std::vector<char*>& pool : stack_pool)
+    for (const char* stack : pool)
+      if ((uintptr_t)stack == base) return true;
+  return false;
+}
+inline void on_crash(int signal, siginfo_t*, void*) {
+  char probe;
+  if (!on_a_thread_stack(&probe)) {
+    std::signal(signal, SIG_DFL);
+    return;  // the instruction runs again, and the process dies of it
+  }
+  fault(signal == SIGFPE ? "divided an integer by zero (on a GPU the result is undefined)"
+                         : "made an access outside any memory it was given, through a raw "
+                           "pointer (cudaErrorIllegalAddress on a GPU)");
+}
+inline void catch_crashes() {
+  static bool installed = false;
+  if (installed) return;
+  struct sigaction action = {};
+  action.sa_sigaction = on_crash;
+  action.sa_flags = SA_SIGINFO | SA_NODEFER;  // left by longjmp: the signal stays unblocked
+  sigaction(SIGFPE, &action, nullptr);
+  sigaction(SIGSEGV, &action, nullptr);
+  sigaction(SIGBUS, &action, nullptr);
+  installed = true;
 }
 
 // Runs body as every thread of every block. Returns 0, or 1 with a message
@@ -578,6 +960,7 @@ inline void run_blocks(unsigned id, unsigned workers, bool reverse) {
 inline int launch(dim3 grid_, dim3 block_, bool reverse, unsigned workers,
                   std::function<void()> body, char* message_out, int message_size,
                   char* notes_out, int notes_size) {
+  catch_crashes();
   grid = grid_, block = block_, kernel = std::move(body);
   stopped = false, error.clear(), notes.clear();
   const long blocks = (long)grid.x * grid.y * grid.z;
