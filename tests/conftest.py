@@ -19,6 +19,7 @@ ALONE = {
     "test_cpu_backend",
     "test_grade",
     "test_grade_every_step",
+    "test_localize",
     "test_nbgrader_pipeline",
     "test_notebooks_execute",
 }

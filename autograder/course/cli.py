@@ -346,6 +346,22 @@ def _parser() -> argparse.ArgumentParser:
         help=f"architecture, e.g. {', '.join(ARCHS)}; may be repeated (default: sm_90)",
     )
     a.add_argument("--markdown", action="store_true", help="print the table the book shows instead")
+    m = sub.add_parser(
+        "mutants",
+        help="measure the checker's feedback on every single-point mutant of a kernel",
+        description="Change each step's exercise region (or, with --others, every function "
+        "body of the kernels DIR/others.json lists) in every single-point way the rules of "
+        "autograder/judge/edits.py give, check each mutant as a learner's kernel is checked, "
+        "and count: compile errors, killed, equivalent (the same PTX as the kernel), survived, "
+        "localized (the first cause names the changed line), wrong leads (it names another "
+        "line) and one cause per mutant. Writes one row per mutant to a CSV and prints a table.",
+    )
+    m.add_argument("steps", nargs="*", metavar="STEP", help="steps to mutate (default: 01 to 09)")
+    m.add_argument("--others", type=Path, metavar="DIR", help="mutate the kernels DIR/others.json lists")
+    m.add_argument("--backend", choices=("cpu", "gpu"), default="cpu", help="where to check them (default: cpu)")
+    m.add_argument("--sample", type=int, default=0, metavar="N", help="N mutants of each kernel, spread evenly (default: all)")
+    m.add_argument("--jobs", type=int, default=0, metavar="J", help="mutants checked side by side (default: half the cores)")
+    m.add_argument("--out", type=Path, metavar="CSV", help="where to write the rows (default: book/data/mutants_<backend>.csv)")
     n = sub.add_parser(
         "notebooks",
         help="rebuild the exercise notebooks (instructors)",
@@ -643,9 +659,26 @@ def _sass(args) -> int:
     return OK
 
 
+def _mutants(args) -> int:
+    from ..measure import mutants
+
+    if args.others:
+        kernels = mutants.other_kernels(args.others)
+    else:
+        chosen = args.steps or [s.id for s in registry.STEPS if s.is_cuda and s.id <= "09"]
+        kernels = mutants.step_kernels(chosen)
+    rows = mutants.run(kernels, args.backend, args.jobs or mutants.default_jobs(), args.sample)
+    out = args.out or mutants.DATA / f"mutants_{args.backend}.csv"
+    mutants.write(rows, out)
+    print(mutants.table(rows))
+    print(f"rows: {out}")
+    return OK
+
+
 def main(argv=None) -> int:
     args = _parser().parse_args(argv)
     run = {
+        "mutants": _mutants,
         "compile": _compile,
         "check": _check,
         "bench": _bench,

@@ -144,9 +144,11 @@ except ImportError:  # not installed here (Colab; a notebook on its own): fetch 
                     "requirements-learner.txt` in it and open this notebook there."
                 ) from None
         os.rename("sgemm-course.part", "sgemm-course")
-        # What confines a kernel's native code on the CPU backend (pure Python).
-        confine = ["pyseccomp==0.1.2", "landlock==1.0.0.dev5"]
-        subprocess.run([sys.executable, "-m", "pip", "install", "-q", *confine])
+        # What the CPU backend needs beside NumPy: what confines a kernel's native code,
+        # and the parser its checks and the localizer read the kernel with.
+        needs = ["pyseccomp==0.1.2", "landlock==1.0.0.dev5", "tree-sitter==0.26.1",
+                 "tree-sitter-cuda==0.21.2"]
+        subprocess.run([sys.executable, "-m", "pip", "install", "-q", *needs])
     sys.path.insert(0, os.path.abspath("sgemm-course"))
 """
 _SETUP_TAIL = """\

@@ -4,8 +4,10 @@ A kernel with one mistake fails most shapes of the suite for the same reason,
 and each case words it with its own numbers (its shape, the first wrong
 element's value). A report, a grade cell and a feedback file each show one
 line per cause instead: how many cases fail that way, the first of them, and
-its whole message as the example. Cases are of the same cause when their
-messages are the same once the numbers and the first wrong element are left out.
+the cause. The cause is the case's diagnosis (CaseResult.cause, made with the
+report's other cases by autograder.judge.diagnosis); a case without one (its
+report was not diagnosed) is grouped by its message, the numbers and the first
+wrong element left out.
 """
 
 from __future__ import annotations
@@ -32,19 +34,26 @@ class Cause:
     cases: tuple
     of: int
 
+    @property
+    def diagnosis(self):
+        """The cases' Diagnosis, or None when they were grouped by their words."""
+        return self.cases[0].cause
+
     def __str__(self) -> str:
         first, more = self.cases[0], len(self.cases) - 1
         which = f"{len(self.cases)} of {self.of} cases ({first.label} and {more} more)"
-        return f"{which if more else first.label}: {first.message}"
+        said = str(first.cause) if first.cause is not None else first.message
+        return f"{which if more else first.label}: {said}"
 
 
 def by_cause(cases) -> list[Cause]:
     """The failing cases among `cases`, one Cause per reason, the most frequent first
     (ties in the order they ran)."""
-    groups: dict[str, list] = {}
+    groups: dict[object, list] = {}
     for case in cases:
         if not case.ok:
-            groups.setdefault(cause_of(case.message), []).append(case)
+            key = case.cause if case.cause is not None else cause_of(case.message)
+            groups.setdefault(key, []).append(case)
     ordered = sorted(groups.values(), key=len, reverse=True)  # stable: ties keep their order
     return [Cause(tuple(group), len(cases)) for group in ordered]
 

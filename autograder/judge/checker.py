@@ -44,6 +44,21 @@ U = 2.0**-24  # float32 unit roundoff
 # no thread had written; the checker's own NaN (around A and B) has other bits,
 # and so has any NaN a GPU computes.
 UNWRITTEN_SHARED_BITS = 0xFFFFFFFF
+# What a case's message says of C when those bits are in it, and when C changed between
+# two runs on the same inputs.
+UNWRITTEN_NAN = (
+    "NaN from shared memory that was read before any thread wrote it (the CPU backend "
+    "fills it with NaN when a block starts): a missing __syncthreads() after the loads, "
+    "or a tile not fully loaded"
+)
+RACED = "the result changes between two runs on the same input"
+UNSET_LOCAL = (
+    "NaN from a thread's own float that was never given a value (the CPU backend fills "
+    "those with NaN)"
+)
+# ... and the NaN it fills a thread's own floats with when they are declared without a
+# value (cpu_runtime.h's local_poison).
+UNSET_LOCAL_BITS = 0xFFC0FFEE
 
 
 @dataclass(frozen=True)
@@ -159,6 +174,9 @@ class CaseResult:
     max_error: float = 0.0  # largest |C - ref| / tolerance; <= 1 passes
     seconds: float = 0.0  # the kernel's own run time
     under: str = ""  # how it ran, when not as the other cases did
+    # What caused the failure, diagnosed with the report's other cases
+    # (autograder.judge.diagnosis.Diagnosis); None before that, or when passed.
+    cause: object = None
 
     @property
     def label(self) -> str:
@@ -419,20 +437,20 @@ def case_events(
     if note:
         message += f"; {note}"
     if raced:
-        why = "blocks store to the same elements" if cause else _RACE[clues.mbarriers]
-        message = f"the result changes between two runs on the same input: {why}; {message}"
+        # What the change between runs shows, and no more: a race, or a value read before
+        # it was written, are told apart by the evidence (autograder.judge.diagnosis).
+        why = f": {_RACE}" if clues.mbarriers and not cause else ""
+        why = ": blocks store to the same elements" if cause else why
+        message = f"{RACED}{why}; {message}"
     yield CaseResult(shape, beta, False, message, max_error, seconds)
 
 
-# Why threads of a block race, most likely: by whether the kernel hands its buffers
-# over with mbarriers (steps 12 and 13) or with __syncthreads().
-_RACE = {
-    False: "threads race (most often a missing __syncthreads())",
-    True: (
-        "threads race (most often a buffer released on its mbarrier before every read of it "
-        "is done, wgmma's included: release it after waiting for the wgmmas that read it)"
-    ),
-}
+# Why threads race in a kernel that hands its buffers over with mbarriers (steps 12 and
+# 13, which run on a GPU alone): what a change between runs has meant there.
+_RACE = (
+    "threads race (most often a buffer released on its mbarrier before every read of it "
+    "is done, wgmma's included: release it after waiting for the wgmmas that read it)"
+)
 
 
 def _explain(
@@ -459,12 +477,10 @@ def _explain(
         hint = cause or _whole_formula_hint(xp, got, product, C0, beta, tolerance)
         if hint:
             sentence = hint
+        elif bool((got.view(xp.uint32) == UNSET_LOCAL_BITS).any()):
+            sentence += f"; some are {UNSET_LOCAL}"
         elif bool((got.view(xp.uint32) == UNWRITTEN_SHARED_BITS).any()):
-            sentence += (
-                "; some are NaN from shared memory that was read before any thread wrote it "
-                "(the CPU backend fills it with NaN when a block starts): a missing "
-                "__syncthreads() after the loads, or a tile not fully loaded"
-            )
+            sentence += f"; some are {UNWRITTEN_NAN}"
         elif bool(xp.isnan(got).any()):
             sentence += NAN_FROM_OUTSIDE
         parts.append(sentence + _first_bad_element(xp, got, expected, bad, host_unwritten))

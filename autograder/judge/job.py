@@ -20,6 +20,7 @@ parent holds each phase to its own time limit:
 from __future__ import annotations
 
 import contextlib
+import re
 import signal
 import traceback
 from dataclasses import dataclass, field, replace
@@ -33,7 +34,7 @@ from ..run import gpu
 from ..run.backends import BackendUnavailable, LaunchRefused, explain_cuda_error, open_backend
 from ..run.compiler import CompileError
 from ..run.kernel import KernelSpec, template_arguments
-from . import checker, mapping, sanitizer, timing
+from . import checker, diagnosis, localize, mapping, sanitizer, timing
 from .checker import (
     BETA,
     EXACT_SIZE,
@@ -284,6 +285,10 @@ class Outcome:
     peak_gflops: float | None = None  # to FP32 accuracy
     tf32_peak_gflops: float | None = None  # from TF32 inputs
     crashed: bool = False  # the kernel crashed in a case (not in a timing)
+    # The localizer's builds, started at the first failing case (localize.prepare), so
+    # that they compile while the other cases run.
+    prepared: object = None
+    hung: tuple[Shape, float] | None = None  # the case the kernel did not finish, if any
 
 
 def run(job: Job, case_timeout_s: float = CASE_TIMEOUT_S) -> Outcome:
@@ -330,6 +335,7 @@ def run(job: Job, case_timeout_s: float = CASE_TIMEOUT_S) -> Outcome:
                 if after.report.error:
                     report.error += f"; then, {after.report.error}"
         _check_bounds(job, report, scratch)
+        _diagnose(job, outcome, scratch)
     if any(printed):
         report.notes.append("\n".join(filter(None, printed)))
     return outcome
@@ -356,6 +362,7 @@ def _run_child(job: Job, case_timeout_s: float, outcome: Outcome, scratch) -> st
                 report.error = _hung(
                     message, started, seconds_per_flop, job.spec.waits_on_mbarriers
                 )
+                outcome.hung = _case_of(started)
                 break
             if isinstance(message, Died):
                 if timeout != case_timeout_s and message.exitcode != -signal.SIGSYS:
@@ -378,6 +385,9 @@ def _run_child(job: Job, case_timeout_s: float, outcome: Outcome, scratch) -> st
                     seconds_per_flop = min(seconds_per_flop or rate, rate)
             elif isinstance(message, CaseResult):
                 report.cases.append(_with_launch_hint(message, job.spec))
+                if not message.ok and outcome.prepared is None and _localizable(job):
+                    hints = localize.Hints.of([message], job.spec)
+                    outcome.prepared = localize.prepare(job.spec, hints)
             elif isinstance(message, Skipped):
                 report.skipped.append(message)
             elif isinstance(message, Measured):
@@ -447,6 +457,57 @@ def _check_bounds(job: Job, report: Report, scratch) -> None:
             replace(c, message=c.message.replace(NAN_FROM_OUTSIDE, NAN_FROM_UNWRITTEN))
             for c in report.cases
         ]
+
+
+# Cases the localizer runs for every repair it tries: the smallest failing ones first
+# (most repairs fail there, fast), then a few that passed (a repair must keep them).
+LOCALIZE_FAILING, LOCALIZE_PASSING = 4, 3
+
+
+def _localizable(job: Job) -> bool:
+    """Whether the CPU backend's diagnostic builds may run this kernel: a GEMM's, with a
+    C++ compiler here (on a GPU too: the evidence comes from the CPU)."""
+    return job.spec.contract == "gemm"
+
+
+def _diagnose(job: Job, outcome: Outcome, scratch) -> None:
+    """The failing cases' causes (autograder.judge.diagnosis), from the evidence the CPU
+    backend's diagnostic build and its repairs give (autograder.judge.localize); for a
+    kernel that did not finish a case, where one change makes it finish right."""
+    report = outcome.report
+    failing = [c for c in report.cases if not c.ok and not c.under]
+    on_cpu = lambda c: c.shape not in checker.CPU_BUDGET.seconds  # noqa: E731
+    wrong = [(c.shape, c.beta) for c in sorted(filter(on_cpu, failing), key=_size)]
+    wrong = wrong[:LOCALIZE_FAILING]
+    hung = outcome.hung and outcome.hung[0] not in checker.CPU_BUDGET.seconds
+    finding = None
+    if (wrong or hung) and _localizable(job):
+        prepared = outcome.prepared or localize.prepare(
+            job.spec, localize.Hints.of(report.cases, job.spec)
+        )
+        passing = sorted((c for c in report.cases if c.ok and on_cpu(c)), key=_size)
+        finding = localize.localize(
+            job.spec,
+            prepared,
+            [outcome.hung] * bool(hung) + wrong,
+            [(c.shape, c.beta) for c in passing[:LOCALIZE_PASSING]],
+            job.seed,
+            scratch,
+        )
+    causes = diagnosis.diagnose(report.cases, finding, job.spec.filename)
+    report.cases = diagnosis.with_causes(report.cases, causes)
+    if hung and not failing and (said := diagnosis.where_it_hung(finding, job.spec.filename)):
+        report.error += f"; {said}"
+
+
+def _size(case: CaseResult) -> int:
+    return case.shape.flops
+
+
+def _case_of(started: Started | None) -> tuple[Shape, float] | None:
+    """The (shape, beta) of a case from its Started label ("17x19x3, beta=0")."""
+    m = started and re.match(r"(\d+)x(\d+)x(\d+), beta=(-?[\d.]+)$", started.label)
+    return (Shape(*map(int, m.groups()[:3])), float(m.group(4))) if m else None
 
 
 def _with_launch_hint(case: CaseResult, spec: KernelSpec) -> CaseResult:

@@ -206,10 +206,12 @@ class Case:
 
     def matches(self, product: np.ndarray) -> bool:
         """Whether C is alpha * product + beta * C0, element by element (NaN in the
-        product, from a read past a matrix's end, matching NaN in C)."""
+        product, from a read past a matrix's end, matching NaN in C). A C of NaN alone
+        matches nothing: NaN would match any hypothesis that reads past an end."""
         candidate = self.alpha * product + self.beta * self.C0
         close = np.abs(self.got - candidate) <= self.tolerance
-        return bool((close | np.isnan(candidate) & np.isnan(self.got)).all())
+        both_nan = np.isnan(candidate) & np.isnan(self.got)
+        return bool((close | both_nan).all()) and not bool(both_nan.all())
 
 
 def diagnose(case: Case, clues: Clues, raced: bool = False) -> str:
@@ -302,11 +304,16 @@ def _same_value_per_tile(case: Case, terms: Terms | None, source: Source | None)
         return ""
     own = case.got - case.beta * case.C0
     Mp, Np = -(-M // rows) * rows, -(-N // cols) * cols
-    padded = np.full((Mp, Np), np.nan)
+    if np.isnan(own).any():
+        return ""  # NaN in C comes from a read of bad memory, not from this mistake
+    # The tiles at C's edge are partial: padded with their own last row and column.
+    padded = np.empty((Mp, Np))
     padded[:M, :N] = own
+    padded[M:, :N] = own[-1:, :]
+    padded[:, N:] = padded[:, N - 1 : N]
     tiles = padded.reshape(Mp // rows, rows, Np // cols, cols)
-    values = np.nanmax(tiles, axis=(1, 3))
-    spread = values - np.nanmin(tiles, axis=(1, 3))
+    values = tiles.max(axis=(1, 3))
+    spread = values - tiles.min(axis=(1, 3))
     # One value per tile, and not zero (a kernel that sums nothing leaves zeros
     # everywhere: not this mistake).
     if not (spread <= 2 * case.tolerance.max()).all() or not values.any():

@@ -42,10 +42,10 @@ def grading_config() -> dict:
 
 
 def step_of(spec: KernelSpec) -> registry.Step:
-    for s in registry.KERNELS:
-        if spec.filename.startswith(s.id + "_") or spec.name_expression.split("<")[0] == s.kernel:
-            return s
-    raise ValueError(f"{spec.filename} is not named after a step (e.g. 03_smem_tiling.cu)")
+    step = registry.step_of_kernel(spec.filename, spec.name_expression)
+    if step is None:
+        raise ValueError(f"{spec.filename} is not named after a step (e.g. 03_smem_tiling.cu)")
+    return step
 
 
 def out_of_reach(step: registry.Step, backend: str) -> str:

@@ -575,3 +575,12 @@ def step(key: str) -> Step:
             return s
     known = ", ".join(s.name for s in ALL_STEPS)
     raise KeyError(f"no step {key!r}; the steps are {known}")
+
+
+def step_of_kernel(filename: str, name_expression: str) -> Step | None:
+    """The step a kernel is, by its file's name (03_smem_tiling.cu) or its function's
+    (sgemm_smem_tiling); None for a kernel of no step."""
+    for s in KERNELS:
+        if filename.startswith(s.id + "_") or name_expression.split("<")[0] == s.kernel:
+            return s
+    return None

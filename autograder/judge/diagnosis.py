@@ -1,0 +1,277 @@
+"""One cause per bug: the failing cases of a report diagnosed together, from the evidence.
+
+Each failing case says what went wrong in it (its `message`: a bad access with its
+thread, block and line, or where C is wrong). A learner needs the cause, once. So
+the report's failing cases are diagnosed together, from the strongest evidence
+there is, and every case the cause explains is grouped under it:
+
+1. the CPU backend's diagnostic build running the kernel as written
+   (autograder.judge.localize): a race between two named accesses, a thread's own
+   float read before it had a value, a shared tile not fully loaded;
+2. a repair one change away that makes every case pass (localize), which confirms
+   the line and, by the rule that repaired it, what kind of mistake it is there;
+3. the cases' own evidence: an access outside A, B or C, a pattern over beta (every
+   case with beta = 0 passes), an index mistake that reproduces C exactly
+   (autograder.judge.mapping), C right but for alpha or beta.
+
+A line is named only when a repair confirmed it, or when the evidence itself is
+about that line (where the bad access was made, where the variable read before it
+had a value was declared).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+
+from .causes import cause_of
+from .localize import Finding, Repair
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    """A cause of failure: what kind of mistake (KINDS), in words, the learner's line
+    (only when the evidence confirms it), and how it was established."""
+
+    kind: str
+    message: str
+    line: int | None = None
+    evidence: str = ""
+
+    def __str__(self) -> str:
+        return self.message
+
+
+KINDS = {
+    "uninitialised": "a thread's own variable read before it had a value",
+    "race": "threads race on shared memory",
+    "unloaded": "shared memory read that no thread wrote",
+    "outside": "an access outside A, B or C",
+    "array": "an index outside an array of the kernel's own",
+    "misaligned": "a misaligned float4 access",
+    "old C": "C's old value used wrongly",
+    "formula": "C right but for alpha, beta or its layout",
+    "index": "an index mistake that reproduces C exactly",
+    "line": "a mistake one change on a line repairs",
+    "wrong": "wrong elements, with no cause established",
+}
+REPAIRED = "one change there makes every case pass"
+
+
+def diagnose(cases: list, finding: Finding | None, filename: str) -> list[tuple[Diagnosis, list]]:
+    """The causes of the failing cases among `cases` (CaseResults), each with the cases
+    it explains, strongest evidence first."""
+    failing = [c for c in cases if not c.ok]
+    if not failing:
+        return []
+    confirmed = _confirmed(finding)
+    where = lambda line: f"{filename}:{line}"  # noqa: E731
+    evidence = finding.evidence if finding else ""
+    found = _from_evidence(evidence, confirmed, where) if evidence else None
+    if found is None and confirmed:
+        found = _from_repair(confirmed, cases, failing, where)
+    if found is not None:
+        # One change makes every case pass: every failing case is this cause's.
+        if confirmed or _explains_all(found, failing):
+            return [(found, failing)]
+        return _grouped(failing, found, where)
+    return _grouped(failing, None, where)
+
+
+def _confirmed(finding: Finding | None) -> tuple[Repair, ...]:
+    """The repairs that confirm where the mistake is: all of them, when they lie on one
+    line; or when each adds a barrier (a barrier missing, which several places would
+    fix: the message lists them)."""
+    if finding is None or not finding.repairs:
+        return ()
+    lines = {r.line for r in finding.repairs}
+    if len(lines) == 1 or all(r.operator == "add barrier" for r in finding.repairs):
+        return finding.repairs
+    return ()
+
+
+def _line(confirmed) -> int | None:
+    """The one line the repairs confirm, or None when they are on several."""
+    lines = {r.line for r in confirmed}
+    return lines.pop() if len(lines) == 1 else None
+
+
+def _beta_only(cases: list, failing: list) -> bool:
+    """Every case with beta = 0 passed, every failing one has beta != 0, and some case
+    of each kind ran: C's old value is what the kernel gets wrong."""
+    zero = [c for c in cases if c.beta == 0]
+    return bool(zero) and all(c.ok for c in zero) and all(c.beta != 0 for c in failing)
+
+
+def _from_evidence(evidence: str, confirmed, where) -> Diagnosis | None:
+    """What the diagnostic build stopped on, said as it said it, with the repair's line."""
+    text = _strip_hint(evidence)
+    declared = re.search(r"declared at [^:]+:(\d+)", evidence)
+    if "has no initial value" in evidence:
+        line = int(declared.group(1)) if declared else None
+        return Diagnosis("uninitialised", text, line, "the CPU backend's diagnostic build")
+    kinds = (
+        ("with no __syncthreads() between them", "race"),
+        ("the tile is not fully loaded", "unloaded"),
+        ("its own array", "array"),
+        ("the shared array", "array"),
+        ("misaligned", "misaligned"),
+        ("floats past the end of", "outside"),
+        ("float past the end of", "outside"),
+        ("before the start of", "outside"),
+    )
+    kind = next((k for phrase, k in kinds if phrase in evidence), None)
+    if kind is None:
+        return None
+    line = _line(confirmed) if confirmed else None
+    if confirmed:
+        text += f"; {_repair_words(confirmed, where)}"
+    elif kind == "outside":
+        text = evidence  # the bounds to check, as the backend words them
+    return Diagnosis(kind, text, line, "the CPU backend's checked run")
+
+
+def _strip_hint(fault: str) -> str:
+    """A backend's fault without the hint it appends for a learner (": check ...")."""
+    return re.sub(r": (?:check|use scalar accesses)[^;]*$", "", fault)
+
+
+def _from_repair(confirmed, cases, failing, where) -> Diagnosis:
+    """The line a repair confirmed, and what kind of mistake the rule that repaired it
+    says is there. Where the cases already named it (an index mistake reproduced
+    exactly, alpha or beta ignored), their words lead."""
+    line = _line(confirmed)
+    words = _repair_words(confirmed, where)
+    if all(r.operator == "add barrier" for r in confirmed):
+        return Diagnosis("race", words, line, REPAIRED)
+    if _beta_only(cases, failing):
+        message = (
+            "every case with beta = 0 passes and every case with beta != 0 fails: C's old "
+            f"value is used wrongly; {words}"
+        )
+        return Diagnosis("old C", message, line, REPAIRED)
+    named = _said_by_cases(failing)
+    if named:
+        kind, said = named
+        said = re.sub(r", at [^\s,;]+:\d+(?: and \d+)?", "", said)
+        return Diagnosis(kind, f"{said}; {words}", line, REPAIRED)
+    return Diagnosis("line", words, line, REPAIRED)
+
+
+# The whole-formula checks' (checker._whole_formula_hint) and the index hypotheses'
+# (mapping) words: each reproduced C exactly.
+_FORMULA = ("without + beta*C", "without alpha", "C looks transposed", "column-major order")
+_INDEX = (
+    ") should: the", "were written, though the grid has", "holds the same sum",
+    "is read with rows", "tiles transposed",
+)  # fmt: skip
+
+
+def _said_by_cases(failing: list) -> tuple[str, str] | None:
+    """A cause every failing case's own message gives the same words to (the mapping's
+    exact reproductions and the whole-formula checks), with its kind."""
+    first = failing[0].message
+    for kind, phrases in (("formula", _FORMULA), ("index", _INDEX)):
+        for phrase in phrases:
+            if phrase in first and all(phrase in c.message for c in failing):
+                return kind, _sentence(first)
+    return None
+
+
+def _sentence(message: str) -> str:
+    """A case's message without the first wrong element it quotes."""
+    return re.sub(r" \(first: \(\d+, \d+\)[^)]*\)", "", message)
+
+
+def _repair_words(confirmed, where) -> str:
+    """Where the mistake is and what kind it is, from the rule that repaired it, never
+    the repair itself."""
+    r = confirmed[0]
+    at = where(r.line)
+    lines = sorted({c.line for c in confirmed})
+    if len(lines) > 1:  # a barrier, which several places take
+        listed = ", ".join(where(n) for n in lines[:3])
+        more = f" and {len(lines) - 3} more places" if len(lines) > 3 else ""
+        return (
+            f"a __syncthreads() is missing: one added at any of {listed}{more} makes every "
+            "case pass"
+        )
+    # The learner's own expression: the part changed, or the whole where that is short.
+    shown = " ".join(r.before.split())
+    if len(shown) < 12 and r.context:
+        shown = r.context
+    shown = shown if len(shown) <= 48 else shown[:45] + "..."
+    said = {
+        "add barrier": f"a __syncthreads() is missing at {at}",
+        "add initial value": f"a variable declared at {at} has no initial value",
+        "drop statement": f"the statement at {at} should not be there",
+        "add term": f"`{shown}` at {at} lacks a term",
+        "add condition": f"the condition `{shown}` at {at} lacks a bound",
+        "drop condition": f"the condition `{shown}` at {at} has a bound too many",
+        "swap indices": f"`{shown}` at {at} has its two indices exchanged",
+        "add factor": f"`{shown}` at {at} lacks a factor",
+        "drop term": f"`{shown}` at {at} has a term too many",
+        "dimension": f"`{shown}` at {at} uses the wrong dimension of M, N and K",
+        "parameter": f"`{shown}` at {at} uses the wrong tile parameter",
+        "variable": f"`{shown}` at {at} uses the wrong variable",
+        "builtin": f"`{shown}` at {at} takes the wrong thread or block index",
+        "scalar": f"`{shown}` at {at} uses alpha for beta, or beta for alpha",
+        "relational": f"the comparison `{shown}` at {at} is the wrong one",
+        "constant": f"a constant in `{shown}` at {at} is off",
+    }.get(r.operator, f"an operator in `{shown}` at {at} is the wrong one")
+    old, new = r.swapped
+    if r.operator == "dimension" and new:
+        said = f"`{shown}` at {at} uses {old} where it should use {new}"
+    if r.operator == "relational" and {old, new} in ({"<", "<="}, {">", ">="}):
+        said = f"the comparison `{shown}` at {at} is off by one"
+    return f"{said} ({REPAIRED})"
+
+
+def _explains_all(found: Diagnosis, failing: list) -> bool:
+    """Whether every failing case shows what the evidence found (a kernel-wide cause
+    such as a race or a variable without a value shows in every case it fails)."""
+    return found.kind in ("uninitialised", "race", "unloaded", "array")
+
+
+def _grouped(failing: list, found: Diagnosis | None, where) -> list[tuple[Diagnosis, list]]:
+    """Without a confirmed cause: the cases grouped by what their own evidence is (an
+    access outside a matrix at one line, or wrong elements), not by its wording."""
+    groups: dict[tuple, list] = {}
+    for case in failing:
+        groups.setdefault(_evidence_key(case), []).append(case)
+    out = []
+    for key, group in sorted(groups.items(), key=lambda kv: -len(kv[1])):
+        first = group[0]
+        if found is not None and key[0] == found.kind:
+            out.append((found, group))
+            continue
+        kind = key[0]
+        out.append((Diagnosis(kind, _sentence(first.message), key[2] or None), group))
+    return out
+
+
+def _evidence_key(case) -> tuple[str, str, int]:
+    """(kind, matrix, line) of a failing case's own evidence."""
+    m = re.search(r"\b(read|accessed) (\w+)\[-?\d+\], .*?, at [^:\s]+:(\d+)", case.message)
+    if m:
+        return "outside", m.group(2), int(m.group(3))
+    m = re.search(r"(misaligned|its own array|the shared array|before any thread).*?:(\d+)", case.message)
+    if m:
+        return "fault", m.group(1), int(m.group(2))
+    named = _said_by_cases([case])
+    if named:
+        return named[0], cause_of(_sentence(case.message)), 0
+    return "wrong", "", 0
+
+
+def with_causes(cases: list, causes: list[tuple[Diagnosis, list]]) -> list:
+    """The cases, each failing one with the cause that explains it (CaseResult.cause)."""
+    cause_of = {id(c): d for d, group in causes for c in group}
+    return [replace(c, cause=cause_of[id(c)]) if id(c) in cause_of else c for c in cases]
+
+
+def where_it_hung(finding: Finding | None, filename: str) -> str:
+    """For a kernel that never finished a case: the line where one change makes it
+    finish right, in the words of any other cause; '' when none is confirmed."""
+    confirmed = _confirmed(finding)
+    return _repair_words(confirmed, lambda line: f"{filename}:{line}") if confirmed else ""

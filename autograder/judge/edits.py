@@ -1,0 +1,960 @@
+"""Single-point changes to a kernel's source, by rule: the mutants that measure the
+checker's feedback (`python -m autograder mutants`), and the repairs that find a
+learner's mistake by evidence (autograder.judge.localize).
+
+A kernel is parsed with tree-sitter's CUDA grammar (autograder.run.syntax) and
+every change replaces the text of one node inside a function body, so each keeps
+the kernel's lines where they were. The rules are those of mutation testing for
+C (operators exchanged, constants moved by one, a term or a statement dropped:
+what universalmutator's C rules do) plus those a CUDA kernel needs (threadIdx and
+blockIdx, x and y exchanged; M, N and K exchanged; a barrier dropped or moved; an
+accumulator left without its value; alpha and beta misused). A repair undoes one
+of these: it exchanges back, adds the term or the factor, the barrier or the
+initial value that a mutant dropped, or drops what a mistake added. The terms a
+repair may add are the kernel's own (its variables, its parameters, and the
+products it writes elsewhere): a dropped term usually appears somewhere else in
+the same kernel.
+
+Types are read from the declarations (int, float, pointers, arrays), so that a
+change only ever puts an int where an int was: the variants of a kernel all
+compile together (localize builds them into one library).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from ..run.syntax import Source, walk
+
+INT_TYPES = {"int", "unsigned", "unsigned int", "size_t", "long", "short", "long long"}
+INT_TYPES |= {f"{u}int{n}_t" for u in ("", "u") for n in (8, 16, 32, 64)}
+FLOAT_TYPES = {"float", "double"}
+RELATIONAL = ("<", "<=", ">", ">=", "==", "!=")
+ARITHMETIC = {"+": ("-", "*"), "-": ("+",), "*": ("+", "/"), "/": ("*", "%"), "%": ("/",)}
+ASSIGNMENT = {"=": ("+=",), "+=": ("=", "-="), "-=": ("+=",), "*=": ("=",)}
+BUILTINS = ("threadIdx", "blockIdx", "blockDim", "gridDim")
+BARRIER = "__syncthreads();"
+
+
+@dataclass(frozen=True)
+class Edit:
+    """Replace source[start:end] (bytes) with `text`. line: the learner's line;
+    operator: the rule (OPERATORS); before: the text replaced; kind: what the span
+    is, "expression", "statement" or "insert" (nothing is replaced)."""
+
+    start: int
+    end: int
+    text: str
+    line: int
+    operator: str
+    before: str
+    kind: str = "expression"
+    # The token exchanged, and what for, where the rule exchanges one ("M", "N"; "<", "<=")
+    swapped: tuple[str, str] = ("", "")
+    context: str = ""  # the whole expression the span is part of, as the learner wrote it
+
+    def apply(self, source: Source) -> str:
+        return source.edited([(self.start, self.end, self.text)])
+
+
+# What each rule does, in words a message can use.
+OPERATORS = {
+    "relational": "a comparison",
+    "arithmetic": "an arithmetic operator",
+    "logical": "a logical operator",
+    "assignment": "an assignment operator",
+    "update": "an increment",
+    "constant": "a constant",
+    "builtin": "a thread or block index",
+    "dimension": "a matrix dimension",
+    "parameter": "a tile parameter",
+    "scalar": "alpha or beta",
+    "variable": "a variable",
+    "drop term": "a term dropped",
+    "drop condition": "a condition dropped",
+    "add condition": "a condition added",
+    "swap indices": "two indices exchanged",
+    "add term": "a term added",
+    "add factor": "a factor added",
+    "drop statement": "a statement dropped",
+    "drop barrier": "a __syncthreads() dropped",
+    "move barrier": "a __syncthreads() moved",
+    "add barrier": "a __syncthreads() added",
+    "drop initial value": "an initial value dropped",
+    "add initial value": "an initial value added",
+}
+
+
+@dataclass(frozen=True)
+class Symbol:
+    name: str
+    kind: str  # "int", "float", "bool", "int[]", "float[]", "int*", "float*", "other"
+    role: str  # "template", "constexpr", "parameter", "local"
+    function: int  # start byte of the function (or lambda) that declares it; -1: template
+
+
+def _type_name(node, source: Source) -> str:
+    if node is None:
+        return ""
+    return " ".join(source.text(node).split())
+
+
+def _kind(type_text: str, declarator) -> str:
+    base = "int" if type_text in INT_TYPES else "float" if type_text in FLOAT_TYPES else "other"
+    if type_text == "bool":
+        base = "bool"
+    d, suffix = declarator, ""
+    while d is not None and d.type in ("array_declarator", "pointer_declarator", "init_declarator",
+                                       "reference_declarator"):
+        if d.type == "array_declarator":
+            suffix = "[]"
+        elif d.type == "pointer_declarator":
+            suffix = "*"
+        d = d.child_by_field_name("declarator") or (d.named_children[-1] if d.type == "reference_declarator" else None)
+    return base + suffix if base != "other" else "other"
+
+
+def _declared_name(declarator, source: Source) -> str:
+    d = declarator
+    while d is not None and d.type != "identifier":
+        if d.type == "reference_declarator":
+            d = d.named_children[-1] if d.named_children else None
+        else:
+            d = d.child_by_field_name("declarator")
+    return source.text(d) if d is not None else ""
+
+
+@dataclass
+class Kernel:
+    """A parsed kernel: its tree, and for each node of interest the symbols in scope."""
+
+    source: Source
+    lines: tuple[int, int] | None  # the learner's lines to change (inclusive), or all
+    scopes: dict = field(default_factory=dict)  # node id -> tuple of Symbols visible there
+    functions: dict = field(default_factory=dict)  # node id -> the enclosing function's start
+
+    @classmethod
+    def parse(cls, text: str, lines: tuple[int, int] | None = None) -> Kernel:
+        kernel = cls(Source.parse(text), lines)
+        kernel._walk(kernel.source.root, [], -1, [])
+        return kernel
+
+    # ---- scopes -------------------------------------------------------------------------
+
+    def _walk(self, node, chain: list[dict], function: int, templates: list[Symbol]) -> None:
+        t = node.type
+        if t == "template_declaration":
+            params = node.child_by_field_name("parameters")
+            found = []
+            for p in params.named_children if params else []:
+                kind = _type_name(p.child_by_field_name("type"), self.source)
+                name = _declared_name(p.child_by_field_name("declarator"), self.source)
+                if kind in INT_TYPES and name:
+                    found.append(Symbol(name, "int", "template", -1))
+            for child in node.children:
+                if child.type != "template_parameter_list":
+                    self._walk(child, chain, function, found)
+            return
+        if t in ("function_definition", "lambda_expression"):
+            start = node.start_byte
+            scope = {s.name: s for s in templates}
+            declarator = node.child_by_field_name("declarator")
+            params = None
+            if declarator is not None:
+                params = declarator.child_by_field_name("parameters")
+            for p in params.named_children if params else []:
+                if p.type not in ("parameter_declaration", "optional_parameter_declaration"):
+                    continue
+                d = p.child_by_field_name("declarator")
+                name = _declared_name(d, self.source)
+                if name:
+                    kind = _kind(_type_name(p.child_by_field_name("type"), self.source), d)
+                    scope[name] = Symbol(name, kind, "parameter", start)
+            inner = (chain if t == "lambda_expression" else []) + [scope]
+            body = node.child_by_field_name("body")
+            if body is not None:
+                self._walk(body, inner, start, [])
+            return
+        if t in ("compound_statement", "for_statement"):
+            chain = chain + [{}]
+        self._note(node, chain, function)
+        for child in node.children:
+            self._walk(child, chain, function, templates)
+            if child.type == "declaration" and t in ("compound_statement", "for_statement"):
+                self._declare(child, chain[-1], function)
+
+    def _note(self, node, chain, function) -> None:
+        if node.type in _NOTED:
+            visible: dict = {}
+            for scope in chain:
+                visible.update(scope)
+            self.scopes[node.id] = tuple(visible.values())
+            self.functions[node.id] = function
+
+    def _declare(self, declaration, scope: dict, function: int) -> None:
+        type_text = _type_name(declaration.child_by_field_name("type"), self.source)
+        words = {self.source.text(c) for c in declaration.children if c.type == "type_qualifier"}
+        role = "constexpr" if "constexpr" in words else "local"
+        if "__shared__" in words:
+            role = "shared"
+        for d in declaration.children_by_field_name("declarator"):
+            name = _declared_name(d, self.source)
+            if name:
+                scope[name] = Symbol(name, _kind(type_text, d), role, function)
+
+    def visible(self, node) -> tuple[Symbol, ...]:
+        n = node
+        while n is not None and n.id not in self.scopes:
+            n = n.parent
+        return self.scopes.get(n.id, ()) if n is not None else ()
+
+    # ---- where changes may go -------------------------------------------------------------
+
+    def line(self, node) -> int:
+        return self.source.line(node.start_point.row)
+
+    def text(self, node) -> str:
+        return self.source.text(node)
+
+    def in_region(self, node) -> bool:
+        if not inside_body(node):
+            return False
+        if self.lines is None:
+            return True
+        first, last = self.lines
+        return first <= self.line(node) <= last and self.source.line(node.end_point.row) <= last
+
+    def nodes(self) -> Iterator:
+        for node in walk(self.source.root):
+            if _changeable(node) and self.in_region(node):
+                yield node
+
+    def kind(self, node) -> str:
+        """The type of an expression: "int", "float", "bool", or "" when not known."""
+        t = node.type
+        if t == "parenthesized_expression":
+            return self.kind(node.named_children[0]) if node.named_children else ""
+        if t == "number_literal":
+            text = self.text(node).lower()
+            return "float" if re.search(r"[.ef]", text) and not text.startswith("0x") else "int"
+        if t == "identifier":
+            symbol = self.symbol(node)
+            return symbol.kind if symbol and symbol.kind in ("int", "float", "bool") else ""
+        if t == "field_expression":
+            base = node.child_by_field_name("argument")
+            if base is not None and self.text(base) in BUILTINS:
+                return "int"
+            return "float" if base is not None and self._element(base) == "other" else ""
+        if t == "subscript_expression":
+            return self._element(node)
+        if t == "binary_expression":
+            op = self.text(node.child_by_field_name("operator"))
+            if op in RELATIONAL or op in ("&&", "||"):
+                return "bool"
+            left = self.kind(node.child_by_field_name("left"))
+            right = self.kind(node.child_by_field_name("right"))
+            if "" in (left, right):
+                return ""
+            return "float" if "float" in (left, right) else left
+        if t == "unary_expression":
+            op = self.text(node.child_by_field_name("operator"))
+            return "bool" if op == "!" else self.kind(node.child_by_field_name("argument"))
+        if t == "cast_expression":
+            return _type_kind(self.text(node.child_by_field_name("type")))
+        return ""
+
+    def _element(self, node) -> str:
+        """The type of an element of a subscript expression (or "other" for float4s)."""
+        base = node
+        while base.type == "subscript_expression":
+            base = base.child_by_field_name("argument")
+        if base.type != "identifier":
+            return ""
+        symbol = self.symbol(base)
+        if symbol is None:
+            return ""
+        if symbol.kind in ("float[]", "float*"):
+            return "float"
+        if symbol.kind in ("int[]", "int*"):
+            return "int"
+        return "other" if node.type != "subscript_expression" else ""
+
+    def symbol(self, identifier) -> Symbol | None:
+        name = self.text(identifier)
+        for symbol in reversed(self.visible(identifier)):
+            if symbol.name == name:
+                return symbol
+        return None
+
+
+_NOTED = {
+    "identifier", "binary_expression", "number_literal", "field_expression", "expression_statement",
+    "declaration", "assignment_expression", "update_expression", "subscript_expression",
+    "parenthesized_expression", "if_statement", "for_statement", "compound_statement",
+    "return_statement", "conditional_expression", "unary_expression", "call_expression",
+    "argument_list", "subscript_argument_list", "condition_clause", "init_declarator",
+}  # fmt: skip
+
+
+def _type_kind(text: str) -> str:
+    text = " ".join(text.split())
+    return "int" if text in INT_TYPES else "float" if text in FLOAT_TYPES else ""
+
+
+def inside_body(node) -> bool:
+    """Inside the body of a function (or a lambda) that runs on the device, not one that
+    is evaluated at compile time (constexpr)."""
+    n = node.parent
+    while n is not None:
+        if n.type == "compound_statement" and n.parent is not None and n.parent.type in (
+            "function_definition", "lambda_expression",
+        ):  # fmt: skip
+            return not is_constexpr(n.parent)
+        n = n.parent
+    return False
+
+
+def is_constexpr(function) -> bool:
+    """Whether a function definition is constexpr (run by the compiler, not the kernel)."""
+    return any(c.type == "type_qualifier" and c.text == b"constexpr" for c in function.children)
+
+
+def _changeable(node) -> bool:
+    """Not in a static_assert, a template argument, a declaration's array size, a
+    sizeof, or a preprocessor line: places whose value must be known at compile time."""
+    n = node.parent
+    child = node
+    while n is not None:
+        if n.type in ("static_assert_declaration", "template_argument_list", "preproc_call",
+                      "sizeof_expression", "alignof_expression", "lambda_capture_specifier",
+                      "ERROR", "enum_specifier", "launch_bounds"):
+            return False
+        if n.type == "array_declarator" and n.child_by_field_name("size") == child:
+            return False
+        if n.type == "declaration" and any(
+            c.type == "type_qualifier" and c.text in (b"constexpr",) for c in n.children
+        ):
+            return False
+        child, n = n, n.parent
+    return True
+
+
+# ---- the rules --------------------------------------------------------------------------------
+
+
+_STATEMENTS = {"expression_statement", "if_statement", "for_statement", "compound_statement"}
+
+
+_EXPRESSIONS = {
+    "binary_expression", "parenthesized_expression", "subscript_expression",
+    "subscript_argument_list", "unary_expression", "conditional_expression",
+    "field_expression", "argument_list", "call_expression", "assignment_expression",
+    "update_expression", "cast_expression", "pointer_expression", "init_declarator",
+}  # fmt: skip
+
+
+def _context(k: Kernel, node) -> str:
+    """The whole expression (or declarator with its value) a node is part of."""
+    top = node
+    while top.parent is not None and top.parent.type in _EXPRESSIONS:
+        top = top.parent
+    return " ".join(k.text(top).split())
+
+
+def _edit(k: Kernel, node, text: str, operator: str, swapped=("", "")) -> Edit:
+    kind = "statement" if node.type in _STATEMENTS else "expression"
+    before = k.text(node)
+    return Edit(node.start_byte, node.end_byte, text, k.line(node), operator, before, kind, swapped,
+                _context(k, node))  # fmt: skip
+
+
+def _insert(k: Kernel, at: int, line: int, text: str, operator: str) -> Edit:
+    return Edit(at, at, text, line, operator, "", "insert")
+
+
+def _in_int_context(k: Kernel, node) -> bool:
+    """An int expression whose value is used as an index, a bound or an argument."""
+    return k.kind(node) == "int"
+
+
+def _exchanges(k: Kernel, node) -> Iterator[tuple[str, str]]:
+    """(replacement, rule) for an identifier or a thread index exchanged with another
+    of its class: both directions, so these are their own repairs."""
+    if node.type == "field_expression":
+        if _assigned(node):
+            return
+        base = node.child_by_field_name("argument")
+        field_ = node.child_by_field_name("field")
+        if base is None or field_ is None or k.text(base) not in BUILTINS:
+            return
+        b, f = k.text(base), k.text(field_)
+        if f not in ("x", "y"):
+            return
+        for other in ("x", "y"):
+            if other != f:
+                yield f"{b}.{other}", "builtin"
+        partner = {"threadIdx": "blockIdx", "blockIdx": "threadIdx", "blockDim": "gridDim",
+                   "gridDim": "blockDim"}[b]  # fmt: skip
+        yield f"{partner}.{f}", "builtin"
+        return
+    if node.type != "identifier" or not _used_as_value(node):
+        return
+    symbol = k.symbol(node)
+    if symbol is None:
+        return
+    visible = k.visible(node)
+    if symbol.role == "parameter" and symbol.kind == "int":
+        rule, same = "dimension", [s for s in visible if s.role == "parameter" and s.kind == "int"
+                                   and s.function == symbol.function]  # fmt: skip
+    elif symbol.role == "parameter" and symbol.kind == "float":
+        rule, same = "scalar", [s for s in visible if s.role == "parameter" and s.kind == "float"
+                                and s.function == symbol.function]  # fmt: skip
+    elif symbol.role in ("template", "constexpr") and symbol.kind == "int":
+        rule, same = "parameter", [s for s in visible if s.role in ("template", "constexpr")
+                                   and s.kind == "int"]  # fmt: skip
+    elif symbol.role == "local" and symbol.kind == "int":
+        rule, same = "variable", [s for s in visible if s.role == "local" and s.kind == "int"
+                                  and s.function == symbol.function]  # fmt: skip
+    else:
+        return
+    for s in same:
+        if s.name != symbol.name:
+            yield s.name, rule
+
+
+def _assigned(node) -> bool:
+    """Whether node is written to or has its address taken: what replaces it must
+    stay an lvalue, which a switch between alternatives is not."""
+    parent = node.parent
+    if parent is None:
+        return False
+    if parent.type == "assignment_expression" and parent.child_by_field_name("left") == node:
+        return True
+    if parent.type == "update_expression":
+        return True
+    if parent.type == "pointer_expression" and parent.text.startswith(b"&"):
+        return True
+    return parent.type in ("subscript_expression", "field_expression") and _assigned(parent)
+
+
+def _used_as_value(identifier) -> bool:
+    parent = identifier.parent
+    if parent is None or _assigned(identifier):
+        return False
+    if parent.type in ("init_declarator", "array_declarator", "pointer_declarator",
+                       "function_declarator", "parameter_declaration", "declaration"):
+        return parent.child_by_field_name("declarator") != identifier and parent.type in (
+            "init_declarator", "array_declarator")  # fmt: skip
+    if parent.type == "call_expression" and parent.child_by_field_name("function") == identifier:
+        return False
+    if parent.type == "field_expression" and parent.child_by_field_name("field") == identifier:
+        return False
+    return parent.type not in ("template_function", "qualified_identifier", "goto_statement",
+                               "labeled_statement")  # fmt: skip
+
+
+def _with_operator(k: Kernel, node, op_node, new: str, operator: str) -> Edit:
+    """The whole expression with its operator replaced (an operator alone is no
+    expression: the schema switches whole expressions)."""
+    text = k.text(node)
+    at = op_node.start_byte - node.start_byte
+    length = op_node.end_byte - op_node.start_byte
+    return _edit(k, node, text[:at] + new + text[at + length :], operator, (text[at : at + length], new))
+
+
+def _operator_swaps(k: Kernel, node) -> Iterator[tuple[Edit, bool]]:
+    """Operators exchanged: (edit, whether it is its own inverse)."""
+    op_node = node.child_by_field_name("operator")
+    if op_node is None:
+        return
+    op = k.text(op_node)
+    swap = lambda new, rule: _with_operator(k, node, op_node, new, rule)  # noqa: E731
+    if node.type == "binary_expression":
+        sides = (k.kind(node.child_by_field_name("left")), k.kind(node.child_by_field_name("right")))
+        if op in RELATIONAL and all(side in ("int", "float") for side in sides):
+            for other in RELATIONAL:
+                if other != op:
+                    yield swap(other, "relational"), True
+        elif op in ("&&", "||"):
+            yield swap("||" if op == "&&" else "&&", "logical"), True
+        elif op in ARITHMETIC:
+            left = k.kind(node.child_by_field_name("left"))
+            right = k.kind(node.child_by_field_name("right"))
+            if "" in (left, right) or "bool" in (left, right):
+                return
+            for other in ARITHMETIC[op]:
+                if other == "%" and "float" in (left, right):
+                    continue
+                yield swap(other, "arithmetic"), False
+    elif node.type == "assignment_expression" and op in ASSIGNMENT:
+        if k.kind(node.child_by_field_name("left")) in ("int", "float"):
+            for other in ASSIGNMENT[op]:
+                yield swap(other, "assignment"), False
+    elif node.type == "update_expression" and op in ("++", "--"):
+        yield swap("--" if op == "++" else "++", "update"), True
+
+
+def _constants(k: Kernel, node) -> Iterator[Edit]:
+    text = k.text(node)
+    if node.type in ("true", "false"):
+        yield _edit(k, node, "false" if text == "true" else "true", "constant", (text, "false" if text == "true" else "true"))
+        return
+    if not re.fullmatch(r"\d+", text):
+        return
+    value = int(text)
+    for other in sorted({value + 1, max(value - 1, 0), 0 if value else 1} - {value}):
+        yield _edit(k, node, str(other), "constant")
+
+
+def _operands(k: Kernel, node) -> Iterator[tuple[str, str]]:
+    """A binary +, - or * with one operand dropped: (replacement, rule)."""
+    op_node = node.child_by_field_name("operator")
+    if node.type != "binary_expression" or op_node is None or k.text(op_node) not in "+-*":
+        return
+    left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
+    if "" in (k.kind(left), k.kind(right)) or "bool" in (k.kind(left), k.kind(right)):
+        return
+    yield k.text(left), "drop term"
+    if k.text(op_node) != "-":
+        yield k.text(right), "drop term"
+
+
+def _conditions(k: Kernel, node) -> Iterator[tuple[str, str]]:
+    """A condition of an && (or ||) dropped: a bound left out."""
+    op_node = node.child_by_field_name("operator")
+    if node.type != "binary_expression" or op_node is None or k.text(op_node) not in ("&&", "||"):
+        return
+    yield k.text(node.child_by_field_name("left")), "drop condition"
+    yield k.text(node.child_by_field_name("right")), "drop condition"
+
+
+def _swapped_indices(k: Kernel, node) -> Iterator[tuple[str, str]]:
+    """The two indices of a 2D subscript exchanged (As[tx][ty] for As[ty][tx]): a tile
+    stored or read transposed. Its own inverse."""
+    if node.type != "subscript_expression" or _assigned(node):
+        return
+    inner = node.child_by_field_name("argument")
+    if inner is None or inner.type != "subscript_expression":
+        return
+    if inner.child_by_field_name("argument").type == "subscript_expression":
+        return  # three indices or more: which two is a guess
+    array = inner.child_by_field_name("argument")
+    first = inner.child_by_field_name("indices")
+    second = node.child_by_field_name("indices")
+    if first is None or second is None or k.text(first) == k.text(second):
+        return
+    yield f"{k.text(array)}{k.text(second)}{k.text(first)}", "swap indices"
+
+
+def _statements(k: Kernel) -> list:
+    """Statements of function bodies in the region: the places a statement may be
+    dropped, or a barrier added before."""
+    found = []
+    for node in k.nodes():
+        if node.type in ("expression_statement", "if_statement", "for_statement",
+                         "while_statement", "do_statement") and (
+            node.parent is not None and node.parent.type in ("compound_statement", "for_statement",
+                                                              "if_statement", "else_clause")
+        ):  # fmt: skip
+            found.append(node)
+    return found
+
+
+def _is_barrier(k: Kernel, node) -> bool:
+    return node.type == "expression_statement" and re.sub(r"\s", "", k.text(node)) == BARRIER
+
+
+def _dropped(k: Kernel, node) -> str:
+    """What a dropped statement leaves: an empty statement, with the lines kept."""
+    return ";" + "\n" * k.text(node).count("\n")
+
+
+def _gaps(k: Kernel) -> list[tuple[int, int]]:
+    """(byte, line) where a statement may be added: before each statement of a
+    compound statement, and before its closing brace. line: the first line of the
+    gap between the statement before and the next token (where a dropped barrier
+    was), or the next token's line when they touch."""
+    found = []
+    for block in walk(k.source.root):
+        if block.type != "compound_statement" or not k.in_region(block) and not inside_body(block):
+            continue
+        if not inside_body(block) and not (block.parent and block.parent.type in (
+            "function_definition", "lambda_expression")):  # fmt: skip
+            continue
+        previous_end = block.children[0].end_point.row if block.children else block.start_point.row
+        for child in block.children[1:]:
+            if child.type == "comment":
+                continue
+            row = child.start_point.row
+            line = k.source.line(previous_end + 1 if row > previous_end + 1 else row)
+            if (k.lines is None or k.lines[0] <= line <= k.lines[1]) and child.type != "preproc_call":
+                found.append((child.start_byte, line))
+            if child.type != "preproc_call":
+                previous_end = child.end_point.row
+    return found
+
+
+def _float_locals_without_value(k: Kernel) -> Iterator:
+    for node in k.nodes():
+        if node.type != "declaration" or node.parent is None or node.parent.type != "compound_statement":
+            continue
+        if _type_name(node.child_by_field_name("type"), k.source) not in FLOAT_TYPES:
+            continue
+        if any(c.type in ("type_qualifier", "storage_class_specifier") for c in node.children):
+            continue
+        yield node
+
+
+def mutants(text: str, lines: tuple[int, int] | None = None) -> list[Edit]:
+    """Every single-point mutant of the function bodies of `text` (within `lines`, the
+    learner's region, inclusive), as edits of `text`; none changes the lines."""
+    k = Kernel.parse(text, lines)
+    found: list[Edit] = []
+    for node in k.nodes():
+        for new, rule in _exchanges(k, node):
+            found.append(_edit(k, node, new, rule, (k.text(node), new)))
+        found += [edit for edit, _ in _operator_swaps(k, node)]
+        if node.type in ("true", "false") or node.type == "number_literal" and k.kind(node) == "int":
+            found += list(_constants(k, node))
+        for new, rule in [*_operands(k, node), *_conditions(k, node), *_swapped_indices(k, node)]:
+            found.append(_edit(k, node, new, rule))
+        if node.type == "declaration" and node.parent is not None and node.parent.type == "compound_statement":
+            found += _dropped_value(k, node)
+    statements = _statements(k)
+    gaps = _gaps(k)
+    for node in statements:
+        barrier = _is_barrier(k, node)
+        found.append(_edit(k, node, _dropped(k, node), "drop barrier" if barrier else "drop statement"))
+        if barrier:
+            found += _moved_barriers(k, node, gaps)
+    return _unique(found)
+
+
+def _dropped_value(k: Kernel, declaration) -> list[Edit]:
+    """A thread's own float (or array) declared without the value it starts from."""
+    if _type_name(declaration.child_by_field_name("type"), k.source) not in FLOAT_TYPES:
+        return []
+    if any(c.type in ("type_qualifier", "storage_class_specifier") for c in declaration.children):
+        return []
+    found = []
+    for d in declaration.children_by_field_name("declarator"):
+        if d.type == "init_declarator" and d.child_by_field_name("value") is not None:
+            inner = d.child_by_field_name("declarator")
+            found.append(Edit(d.start_byte, d.end_byte, k.text(inner), k.line(d),
+                              "drop initial value", k.text(d), "declarator"))  # fmt: skip
+    return found
+
+
+def _moved_barriers(k: Kernel, barrier, gaps) -> list[Edit]:
+    """The barrier dropped, and added at another gap of the same block: one edit that
+    replaces the span from the barrier to the gap (or the gap to the barrier)."""
+    found = []
+    block = barrier.parent
+    siblings = [c for c in block.children if c.type not in ("{", "}", "comment")]
+    index = next(i for i, c in enumerate(siblings) if c.id == barrier.id)
+    for neighbour in (index - 1, index + 1):
+        if not 0 <= neighbour < len(siblings) or siblings[neighbour].type == "preproc_call":
+            continue
+        other = siblings[neighbour]
+        first, second = (other, barrier) if neighbour < index else (barrier, other)
+        span = k.source.data[first.start_byte : second.end_byte].decode()
+        a, b = k.text(first), k.text(second)
+        middle = span[len(a) : len(span) - len(b)]
+        # Exchange the two statements, each keeping the other's lines.
+        swapped = b + middle + a
+        if swapped.count("\n") != span.count("\n"):
+            swapped = b.replace("\n", " ") + middle + a.replace("\n", " ") + "\n" * (
+                span.count("\n") - middle.count("\n"))  # fmt: skip
+        found.append(Edit(first.start_byte, second.end_byte, swapped, k.line(barrier),
+                          "move barrier", span, "statement"))  # fmt: skip
+    return found
+
+
+def _unique(edits: list[Edit]) -> list[Edit]:
+    seen, found = set(), []
+    for e in edits:
+        key = (e.start, e.end, e.text)
+        if key not in seen and e.text != e.before:
+            seen.add(key)
+            found.append(e)
+    return found
+
+
+# ---- repairs ----------------------------------------------------------------------------------
+
+
+def repairs(text: str, lines: tuple[int, int] | None = None) -> list[Edit]:
+    """Every single-point repair the rules give for `text`: each undoes a mutant's
+    change (the symmetric rules are their own inverses), so that a kernel one mistake
+    away from a right one has its repair among them."""
+    k = Kernel.parse(text, lines)
+    found: list[Edit] = []
+    terms = _terms(k)
+    conditions = _comparisons(k)
+    constants = sorted({k.text(n) for n in k.nodes() if n.type == "number_literal"
+                        and re.fullmatch(r"\d+", k.text(n))}, key=int)  # fmt: skip
+    for node in k.nodes():
+        for new, rule in _exchanges(k, node):
+            found.append(_edit(k, node, new, rule, (k.text(node), new)))
+        for edit, _ in _operator_swaps(k, node):
+            found.append(edit)
+        if node.type in ("true", "false") or node.type == "number_literal" and k.kind(node) == "int":
+            found += list(_constants(k, node))
+            # ... or any other constant the kernel writes (a step of 4 where 0 is).
+            found += [_edit(k, node, c, "constant", (k.text(node), c)) for c in constants
+                      if node.type == "number_literal" and c != k.text(node)]  # fmt: skip
+        for new, rule in [*_operands(k, node), *_conditions(k, node), *_swapped_indices(k, node)]:
+            found.append(_edit(k, node, new, rule))
+        found += _added_terms(k, node, terms)
+        found += _added_factors(k, node)
+        found += _added_conditions(k, node, conditions)
+    for node in _statements(k):
+        found.append(_edit(k, node, _dropped(k, node), "drop statement"))
+    for at, line in _gaps(k):
+        found.append(_insert(k, at, line, BARRIER + " ", "add barrier"))
+    for declaration in _float_locals_without_value(k):
+        for d in declaration.children_by_field_name("declarator"):
+            if d.type in ("identifier", "array_declarator"):
+                name = _declared_name(d, k.source)
+                found.append(Edit(declaration.end_byte, declaration.end_byte,
+                                  f" __cpu::zero({name});", k.line(declaration),
+                                  "add initial value", "", "insert"))  # fmt: skip
+    return _unique(found)
+
+
+def _terms(k: Kernel) -> list[str]:
+    """The int terms the kernel writes: each product summed in an int sum (such as
+    blockIdx.y * BM), which a repair may add where one is missing; and each with x and y
+    of its thread or block index exchanged, since rows and columns come in pairs
+    (blockIdx.x * BS written for the columns, blockIdx.y * BS left out of the rows)."""
+    found = {}
+    for node in k.nodes():
+        if node.type == "binary_expression" and k.kind(node) == "int":
+            op = k.text(node.child_by_field_name("operator"))
+            if op in ("+", "-"):
+                for side in ("left", "right"):
+                    term = node.child_by_field_name(side)
+                    if term.type == "binary_expression" and k.text(
+                        term.child_by_field_name("operator")) == "*":  # fmt: skip
+                        text = re.sub(r"\s+", " ", k.text(term))
+                        found[text] = None
+                        twin = re.sub(r"\b(threadIdx|blockIdx)\.([xy])\b",
+                                      lambda m: f"{m.group(1)}.{'y' if m.group(2) == 'x' else 'x'}", text)
+                        found[twin] = None
+    return list(found)
+
+
+def _comparisons(k: Kernel) -> list:
+    """The kernel's own bounds (comparisons of ints), which a repair may add where one
+    is missing."""
+    found = {}
+    for node in k.nodes():
+        if node.type == "binary_expression" and k.text(node.child_by_field_name("operator")) in RELATIONAL:
+            sides = (k.kind(node.child_by_field_name("left")), k.kind(node.child_by_field_name("right")))
+            if sides == ("int", "int"):
+                found.setdefault(re.sub(r"\s+", " ", k.text(node)), node)
+    return list(found.values())
+
+
+def _added_conditions(k: Kernel, node, conditions) -> list[Edit]:
+    """A bound added to a condition (an if's, a ternary's, a loop's) that lacks it."""
+    parent = node.parent
+    if parent is None or k.kind(node) != "bool" or node.type not in ("binary_expression",
+                                                                    "parenthesized_expression"):
+        return []
+    if parent.type == "binary_expression" and k.text(parent.child_by_field_name("operator")) in ("&&", "||"):
+        return []  # part of a larger condition: added to that one
+    visible = k.visible(node)
+    ints = _ints_here(k, node)
+    own = re.sub(r"\s+", " ", k.text(node))
+    found = [
+        f"({k.text(node)}) && ({k.text(c)})"
+        for c in conditions
+        if _identifiers_in(k, c) <= ints and re.sub(r"\s+", " ", k.text(c)) not in own
+    ]
+    # A bound the kernel no longer writes anywhere: an index of its own below a dimension.
+    dims = [s.name for s in visible if s.role == "parameter" and s.kind == "int"]
+    own_ints = [s.name for s in visible if s.role == "local" and s.kind == "int"]
+    found += [f"({k.text(node)}) && ({v} < {d})" for v in own_ints for d in dims
+              if f"{v} < {d}" not in own]  # fmt: skip
+    return [_edit(k, node, text, "add condition") for text in found]
+
+
+def _ints_here(k: Kernel, node) -> set[str]:
+    """The names that are ints where node is (a name may be an int in one function and a
+    pointer in another)."""
+    visible: dict[str, Symbol] = {}
+    for symbol in k.visible(node):
+        visible[symbol.name] = symbol
+    return {name for name, s in visible.items() if s.kind == "int"} | set(BUILTINS) | {"x", "y"}
+
+
+def _identifiers_in(k: Kernel, node) -> set[str]:
+    return {k.text(n) for n in walk(node) if n.type == "identifier"}
+
+
+def _is_sum_site(k: Kernel, node) -> bool:
+    """A maximal int sum (or a lone int operand) used as an index, a bound, an argument
+    or a value: where a missing term belongs."""
+    if k.kind(node) != "int" or node.type not in ("identifier", "binary_expression",
+                                                  "field_expression", "parenthesized_expression"):
+        return False
+    if node.type == "identifier" and not _used_as_value(node):
+        return False
+    parent = node.parent
+    if parent is None:
+        return False
+    if parent.type == "binary_expression" and k.text(parent.child_by_field_name("operator")) in (
+        "+", "-", "*", "/", "%"):  # fmt: skip
+        return False  # part of a larger arithmetic expression
+    if parent.type == "parenthesized_expression":
+        return False
+    if parent.type in ("update_expression",):
+        return False
+    if parent.type == "assignment_expression" and parent.child_by_field_name("left") == node:
+        return False
+    return True
+
+
+def _added_terms(k: Kernel, node, terms) -> list[Edit]:
+    if not _is_sum_site(k, node):
+        return []
+    names = _ints_here(k, node)
+    ints = [s.name for s in k.visible(node) if s.kind == "int"]
+    builtins = [f"{b}.{f}" for b in ("threadIdx", "blockIdx", "blockDim") for f in ("x", "y")]
+    own = re.sub(r"\s+", " ", k.text(node))
+    found = []
+    for term in terms:
+        if set(re.findall(r"[A-Za-z_]\w*", term)) <= names and term != own:
+            found.append(_edit(k, node, f"({k.text(node)}) + ({term})", "add term"))
+    for name in ints + builtins:
+        if name != own:
+            found.append(_edit(k, node, f"({k.text(node)}) + {name}", "add term"))
+    return found
+
+
+def _added_factors(k: Kernel, node) -> list[Edit]:
+    """A factor multiplied into an int operand of a sum or a product (threadCol where
+    threadCol * TN belongs), or into a float operand of the statement's arithmetic
+    (beta where beta * C[...] belongs)."""
+    if node.type not in ("identifier", "field_expression", "subscript_expression",
+                         "parenthesized_expression"):  # fmt: skip
+        return []
+    if node.type == "identifier" and not _used_as_value(node):
+        return []
+    parent = node.parent
+    if parent is None or parent.type != "binary_expression":
+        return []
+    op = k.text(parent.child_by_field_name("operator"))
+    kind = k.kind(node)
+    if kind == "int" and op in ("+", "-") and node.type != "subscript_expression":
+        # A factor a kernel leaves out is a tile size, a matrix dimension (a row's stride)
+        # or a block's size.
+        factors = [s.name for s in k.visible(node) if s.kind == "int" and s.role != "local"]
+        factors += ["blockDim.x", "blockDim.y"]
+        return [_edit(k, node, f"{k.text(node)} * {f}", "add factor") for f in factors
+                if f != k.text(node)]  # fmt: skip
+    if kind == "float" and op in ("+", "-", "*"):
+        statement = node
+        while statement.parent is not None and statement.type not in ("expression_statement",
+                                                                      "declaration"):
+            statement = statement.parent
+        factors = {s.name for s in k.visible(node) if s.kind == "float" and s.role == "parameter"}
+        for n in walk(statement):
+            if n.type == "subscript_expression" and n.parent.type != "subscript_expression" and (
+                k.kind(n) == "float" and n.id != node.id):  # fmt: skip
+                factors.add(k.text(n))
+        return [_edit(k, node, f"{k.text(node)} * {f}", "add factor") for f in sorted(factors)
+                if f != k.text(node)]  # fmt: skip
+    return []
+
+
+# ---- where a mistake may be -------------------------------------------------------------------
+
+
+def related_lines(text: str, seeds: set[int], depth: int = 4) -> dict[int, int]:
+    """The lines a mistake behind what happened on `seeds` may be on, each with how far
+    it is from them: 0 for a seed; then the lines that set the variables a line reads,
+    and the conditions and loop headers it runs under, one step further each."""
+    k = Kernel.parse(text)
+    writes: dict[str, set[int]] = {}
+    reads: dict[int, set[str]] = {}
+    controls: dict[int, set[int]] = {}
+    for node in walk(k.source.root):
+        if not inside_body(node):
+            continue
+        line = k.line(node)
+        if node.type == "identifier":
+            name = k.text(node)
+            parent = node.parent
+            declared = parent is not None and parent.type in ("init_declarator", "array_declarator",
+                                                             "declaration") and (
+                parent.child_by_field_name("declarator") == node)  # fmt: skip
+            if declared or _assigned(node):
+                writes.setdefault(name, set()).add(line)
+            if not declared:
+                reads.setdefault(line, set()).add(name)
+        if node.type in ("if_statement", "for_statement", "while_statement"):
+            header = node.child_by_field_name("condition") or node
+            first = k.line(header)
+            for inner in range(k.line(node), k.source.line(node.end_point.row) + 1):
+                if inner != first:
+                    controls.setdefault(inner, set()).add(first)
+        if node.type in ("expression_statement", "declaration") and node.start_point.row != node.end_point.row:
+            span = range(line, k.source.line(node.end_point.row) + 1)
+            for a in span:  # a statement over several lines is one place
+                controls.setdefault(a, set()).update(b for b in span if b != a)
+    distance = {line: 0 for line in seeds}
+    frontier = set(seeds)
+    for step in range(1, depth + 1):
+        reached = set()
+        for line in frontier:
+            reached |= controls.get(line, set())
+            for name in reads.get(line, ()):
+                reached |= writes.get(name, set())
+        frontier = {line for line in reached if line not in distance}
+        for line in frontier:
+            distance[line] = step
+    return distance
+
+
+def lines_using(text: str, name: str) -> set[int]:
+    """The lines of function bodies that read `name`."""
+    k = Kernel.parse(text)
+    return {k.line(n) for n in walk(k.source.root)
+            if n.type == "identifier" and k.text(n) == name and inside_body(n)}  # fmt: skip
+
+
+def parameters(text: str, kernel: str) -> list[str]:
+    """The names of the parameters of the function `kernel` (a name, template arguments
+    allowed: "sgemm<128, 8>"), as its definition declares them."""
+    name = kernel.split("<", 1)[0].strip()
+    k = Kernel.parse(text)
+    for node in walk(k.source.root):
+        if node.type != "function_declarator":
+            continue
+        declared = node.child_by_field_name("declarator")
+        if declared is None or k.text(declared) != name:
+            continue
+        params = node.child_by_field_name("parameters")
+        return [_declared_name(p.child_by_field_name("declarator"), k.source)
+                for p in (params.named_children if params else [])
+                if p.type in ("parameter_declaration", "optional_parameter_declaration")]
+    return []
+
+
+def lines_storing_shared(text: str) -> set[int]:
+    """The lines of function bodies that store to a __shared__ array (directly, or
+    through a pointer taken of one: *reinterpret_cast<float4*>(&Bs[r][c]) = ...)."""
+    k = Kernel.parse(text)
+    shared = {s.name for node in walk(k.source.root) if node.type == "identifier"
+              for s in k.visible(node) if s.role == "shared"}  # fmt: skip
+    found = set()
+    for node in walk(k.source.root):
+        if node.type == "assignment_expression" and inside_body(node):
+            left = node.child_by_field_name("left")
+            if any(n.type == "identifier" and k.text(n) in shared for n in walk(left)):
+                found.add(k.line(node))
+    return found

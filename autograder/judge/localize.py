@@ -1,0 +1,588 @@
+"""Find where a failing kernel goes wrong by evidence, not by a catalogue of patterns.
+
+A kernel one mistake away from a right one has a repair one change away. The
+learner's kernel is built once more for the CPU, in the diagnostic build
+(cpu_runtime.h's CPU_DIAGNOSE), holding every repair the rules of
+autograder.judge.edits give (a mutant schema: each is switched on at run time by
+its site and choice, so one compile serves them all). Then, in a confined child:
+
+1. the kernel as written runs the failing cases once more, with the diagnostic
+   build's checks on: a race, or a thread's own float read before it had a value,
+   stops it there and is named (the evidence);
+2. each repair runs the smallest failing case, and one that gets it right runs
+   every other case too. A repair after which every case passes confirms its
+   line: one change there makes the kernel right. The message then names that
+   line and what the change touched, never the change itself.
+
+Where no repair, or repairs on several lines, make every case pass, no line is
+named: the message says what the evidence shows and no more.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import difflib
+import os
+import re
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import numpy as np
+
+from ..isolate import isolation
+from ..isolate.child import Child, Died, Forged, Hung
+from ..ladder import registry
+from ..run import cpu, syntax
+from ..run.backends import KernelFault
+from ..run.compiler import CompileError
+from ..run.kernel import KernelSpec
+from ..run.syntax import Source, walk
+from . import edits
+from .checker import (
+    ALPHA, GUARD, RACED, SENTINEL, UNSET_LOCAL, UNWRITTEN_NAN, Shape, _pad_for, _padded,
+    elementwise_tolerance,
+)  # fmt: skip
+
+SEARCH_S = 4.0  # seconds of repairs tried, after the build
+CANDIDATE_S = 2.0  # one repair's runs, before it is taken for an endless loop
+BUILD_S = 120.0
+EVIDENCE_S = 30.0  # the kernel as written, on the failing cases, in the diagnostic build
+RESTARTS = 3  # children started again after a repair that crashed or hung
+SEARCHES = 2  # children trying repairs side by side
+CAP = 3000  # repairs built into the library at most (the compiler's time grows with them)
+
+
+@dataclass(frozen=True)
+class Repair:
+    """A change that made every case right: where, by which rule, and the learner's
+    own text it changed; for a rule that exchanges a token, which token for which
+    (a message may name the dimension a bound should compare against, never the fix)."""
+
+    line: int
+    operator: str
+    before: str
+    swapped: tuple[str, str] = ("", "")
+    context: str = ""  # the whole expression `before` is part of
+
+
+@dataclass(frozen=True)
+class Finding:
+    evidence: str  # what the diagnostic build stopped on in the kernel as written, or ''
+    wrong: bool  # the kernel as written was wrong on the CPU too
+    repairs: tuple[Repair, ...]
+    tried: int  # repairs run
+    of: int  # repairs there were
+    seconds: float
+
+    @property
+    def complete(self) -> bool:
+        return self.tried == self.of
+
+    @property
+    def lines(self) -> tuple[int, ...]:
+        return tuple(sorted({r.line for r in self.repairs}))
+
+
+# ---- the schema -----------------------------------------------------------------------------
+
+
+_COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.DOTALL)
+
+
+def _flat(text: str) -> str:
+    """An alternative's text on one line (the schema keeps the kernel's lines)."""
+    return " ".join(_COMMENT.sub(" ", text).split())
+
+
+@dataclass
+class _Site:
+    start: int
+    end: int
+    kind: str  # an Edit's kind, or "prologue" or "unit" (see schema)
+    edits: list = field(default_factory=list)
+    statement: bool = False  # for a unit: a whole statement, not an expression
+
+
+# What sorts first among spans that start at one place: the outermost wraps the rest,
+# and an insertion goes before whatever starts where it is (a statement added before
+# a statement, never inside the expression that begins it).
+_FIRST = {"prologue": 0, "insert": 1, "loop": 2, "unit": 3}
+
+
+def schema(source: Source, repairs: list[edits.Edit]) -> tuple[str, list[tuple[int, int, edits.Edit]]]:
+    """The text with every repair switchable at run time, and (site, choice, edit) for
+    each: `__cpu::site == site && __cpu::choice == choice` runs that repair alone.
+
+    The kernel must run fast with one repair switched on, so the repairs are grouped
+    by unit (a statement, a declaration's value, a loop's or an if's condition): a
+    unit runs as written unless the repair switched on lies in it, which costs one
+    comparison each time it runs; only that unit runs its switchable copy."""
+    sites: dict[tuple[int, int, str], _Site] = {}
+    for e in repairs:
+        if "#" in e.text:
+            continue  # a preprocessor line inside the span: it cannot be put on one line
+        sites.setdefault((e.start, e.end, e.kind), _Site(e.start, e.end, e.kind)).edits.append(e)
+    spans = list(sites.values())
+    for node in walk(source.root):
+        if node.type in ("function_definition", "lambda_expression"):
+            # Each function reads the switch into locals first: a global would be read
+            # again after every store to memory (floats may alias ints in this build).
+            body = node.child_by_field_name("body")
+            if body is not None and body.type == "compound_statement" and not edits.is_constexpr(node):
+                spans.append(_Site(body.start_byte + 1, body.start_byte + 1, "prologue"))
+        elif not edits.inside_body(node):
+            continue
+        elif (unit := _unit(node)) is not None:
+            spans.append(_Site(node.start_byte, node.end_byte, "unit", statement=unit))
+        if node.type in ("for_statement", "while_statement"):
+            # Every turn of a loop counts against the budget: a repair can make a loop
+            # endless without touching memory (a bound that no longer moves).
+            condition = node.child_by_field_name("condition")
+            if condition is not None and condition.type == "condition_clause":
+                condition = condition.child_by_field_name("value")
+            if condition is not None:
+                spans.append(_Site(condition.start_byte, condition.end_byte, "loop"))
+    spans.sort(key=lambda s: (s.start, _FIRST.get(s.kind, 4), -s.end))
+    numbered = [s for s in spans if s.edits]
+    numbers = {id(site): n for n, site in enumerate(numbered)}
+    data = source.data
+
+    def render(lo: int, hi: int, inside: list[_Site]) -> str:
+        """data[lo:hi] with the sites in `inside` (sorted, all within it) switchable."""
+        out, at, i = [], lo, 0
+        while i < len(inside):
+            site, i = inside[i], i + 1
+            nested = []
+            while i < len(inside) and inside[i].start < site.end:
+                if inside[i].end <= site.end:  # spans of a tree nest or are apart
+                    nested.append(inside[i])
+                i += 1
+            out.append(data[at : site.start].decode())
+            inner = render(site.start, site.end, nested)
+            if site.kind == "unit":
+                held = [numbers[id(n)] for n in nested if id(n) in numbers]
+                original = data[site.start : site.end].decode()
+                out.append(_unit_switch(site, held, inner, original) if held else original)
+            elif site.kind == "loop":
+                out.append(f"(__cpu::turn() && ({inner}))")
+            else:
+                out.append(_switch(site, numbers.get(id(site), -1), inner))
+            at = site.end
+        out.append(data[at:hi].decode())
+        return "".join(out)
+
+    candidates = [(numbers[id(s)], c, e) for s in numbered for c, e in enumerate(s.edits)]
+    return render(0, len(data), spans), candidates
+
+
+def _unit(node) -> bool | None:
+    """Whether node is a unit of the schema: True for a whole statement, False for an
+    expression, None for neither. A unit holds no statement of its own (a lambda)."""
+    if any(n.type == "compound_statement" for n in walk(node)):
+        return None
+    parent = node.parent
+    if node.type in ("expression_statement", "return_statement") and parent is not None and (
+        parent.type in ("compound_statement", "for_statement", "if_statement", "else_clause")
+    ):  # fmt: skip
+        return True
+    if parent is None:
+        return None
+    if parent.type == "init_declarator" and parent.child_by_field_name("value") == node:
+        return False
+    if parent.type == "for_statement" and node in (
+        parent.child_by_field_name("condition"), parent.child_by_field_name("update")
+    ):  # fmt: skip
+        return False
+    if parent.type == "condition_clause" and parent.child_by_field_name("value") == node:
+        return False
+    return None
+
+
+def _unit_switch(unit: _Site, held: list[int], inner: str, original: str) -> str:
+    """The unit as written, or its switchable copy when the repair on lies in it (its
+    sites are numbered without a gap: they nest in the unit)."""
+    first, count = min(held), max(held) - min(held) + 1
+    on = f"(unsigned)(__site - {first}) < {count}u"
+    if unit.statement:
+        return f"if ({on}) {{ {_flat(inner)} }} else {{ {original} }}"
+    return f"(({on}) ? ({_flat(inner)}) : ({original}))"
+
+
+def _switch(site: _Site, number: int, inner: str) -> str:
+    here = f"__site == {number}"
+    if site.kind == "prologue":
+        return " const int __site = __cpu::site, __choice = __cpu::choice; "
+    if site.kind == "insert":
+        cases = " ".join(
+            f"if (__choice == {c}) {{ {_flat(e.text)} }}" for c, e in enumerate(site.edits)
+        )
+        return f"if ({here}) {{ {cases} }} "
+    if site.kind == "statement":
+        cases = " ".join(
+            f"case {c}: {{ {_flat(e.text)} }} break;" for c, e in enumerate(site.edits)
+        )
+        return f"if ({here}) {{ switch (__choice) {{ {cases} }} }} else {{ {inner} }}"
+    chain = "".join(
+        f"__choice == {c} ? ({_flat(e.text)}) : " for c, e in enumerate(site.edits[:-1])
+    )
+    return f"({here} ? ({chain}({_flat(site.edits[-1].text)})) : ({inner}))"
+
+
+# ---- the builds ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Hints:
+    """What the failing cases point at, before the diagnostic build runs: the lines
+    their messages name (where a bad access was made), whether only cases with
+    beta != 0 fail, whether C changed between runs or holds NaN from shared memory
+    nobody wrote (a missing barrier), or NaN from a float never given a value."""
+
+    lines: frozenset[int] = frozenset()
+    beta: bool = False
+    barriers: bool = False
+    unset: bool = False
+    unwritten: bool = False  # C holds NaN from shared memory nobody wrote
+
+    @classmethod
+    def of(cls, cases: list, spec: KernelSpec) -> Hints:
+        failing = [c for c in cases if not c.ok]
+        named = {
+            int(n) for c in failing for n in re.findall(rf"{re.escape(spec.filename)}:(\d+)", c.message)
+        }  # fmt: skip
+        said = " ".join(c.message for c in failing)
+        return cls(
+            frozenset(named | _own_lines(spec)),
+            beta=bool(failing) and all(c.beta for c in failing) and any(c.ok for c in cases if not c.beta),
+            barriers=RACED in said or UNWRITTEN_NAN in said,
+            unset=UNSET_LOCAL in said,
+            unwritten=UNWRITTEN_NAN in said,
+        )
+
+
+def _own_lines(spec: KernelSpec) -> set[int]:
+    """The lines of a course step's kernel that are not the step's own (what a learner
+    wrote, most likely where a mistake is), where the rest reads as the step does."""
+    step = registry.step_of_kernel(spec.filename, spec.name_expression)
+    if step is None or not step.is_cuda:
+        return set()
+    theirs = [" ".join(t.split()) for t in step.source().splitlines()]
+    ours = [" ".join(t.split()) for t in spec.source.splitlines()]
+    matcher = difflib.SequenceMatcher(None, theirs, ours, autojunk=False)
+    own = {j + 1 for tag, _, _, j1, j2 in matcher.get_opcodes() if tag != "equal" for j in range(j1, j2)}
+    return own if len(own) <= len(ours) // 2 else set()
+
+
+@dataclass(frozen=True)
+class Built:
+    """The two libraries of a kernel, and the repairs the second holds (the CAP nearest
+    what the hints point at)."""
+
+    diagnose: Path
+    variants: Path
+    candidates: list  # (site, choice, Edit)
+    text: str  # the preprocessed source the repairs were made from
+    hints: Hints
+
+
+def prepare(spec: KernelSpec, hints: Hints) -> Future:
+    """build(spec, hints) started in the background (the compiler runs in processes of
+    its own): the caller goes on checking cases meanwhile. Its result is None where the
+    CPU backend cannot build the kernel here."""
+    return _BUILDS.submit(_built_or_none, spec, hints)
+
+
+_BUILDS = ThreadPoolExecutor(1)
+
+
+def _built_or_none(spec: KernelSpec, hints: Hints) -> Built | None:
+    try:
+        return build(spec, hints)
+    except (cpu.UnsupportedOnCpu, cpu.NoCompiler, CompileError):
+        return None
+
+
+def build(spec: KernelSpec, hints: Hints) -> Built:
+    """Build the diagnostic library and the one holding the repairs, side by side (each
+    is one compiler process). A repair the compiler refuses (the rules read types from
+    declarations only) is left out with the others on its line, and that library built
+    again. Raises UnsupportedOnCpu, NoCompiler or CompileError."""
+    text = cpu.preprocessed(spec)
+    source = Source.parse(text)
+    repairs = [e for _, _, e in _order(text, edits.repairs(text), hints, "", spec)][:CAP]
+    with ThreadPoolExecutor(1) as pool:
+        # The kernel as written, each loop's turns counted (a schema of no repairs).
+        diagnose = pool.submit(cpu.build, spec, "diagnose", schema(source, [])[0])
+        for _ in range(4):
+            schematized, candidates = schema(source, repairs)
+            try:
+                variants = cpu.build(spec, "variants", source=schematized)
+                return Built(diagnose.result(), variants, candidates, text, hints)
+            except cpu.UnsupportedOnCpu as e:
+                lines = re.findall(rf"{re.escape(spec.filename)}:(\d+):\d+: error", e.log)
+                bad = {int(n) for n in lines}
+                if not bad:
+                    raise
+                repairs = [r for r in repairs if r.line not in bad]
+    raise cpu.UnsupportedOnCpu("the kernel's repairs would not compile together")
+
+
+@dataclass
+class _Case:
+    shape: Shape
+    beta: float
+    a: np.ndarray
+    b: np.ndarray
+    c0: np.ndarray  # the padded buffer C starts as
+    expected: np.ndarray
+    tolerance: np.ndarray
+    pad: int
+
+    @classmethod
+    def draw(cls, shape: Shape, beta: float, rng) -> _Case:
+        M, N, K = shape.M, shape.N, shape.K
+        A = rng.standard_normal((M, K), dtype=np.float32)
+        B = rng.standard_normal((K, N), dtype=np.float32)
+        C0 = rng.standard_normal((M, N), dtype=np.float32) if beta else np.full((M, N), SENTINEL)
+        pad = _pad_for(shape)
+        A64, B64 = A.astype(np.float64), B.astype(np.float64)
+        expected = ALPHA * (A64 @ B64) + (beta * C0.astype(np.float64) if beta else 0.0)
+        tolerance = elementwise_tolerance(np, A64, B64, ALPHA, 0.0, beta, C0)
+        return cls(
+            shape, beta, _padded(np, A, np.nan, pad), _padded(np, B, np.nan, pad),
+            _padded(np, C0.astype(np.float32), GUARD, pad), expected, tolerance, pad,
+        )  # fmt: skip
+
+    def right(self, launch) -> bool:
+        """Whether the kernel computes this case right, writing C alone (a fault: no)."""
+        M, N, K, p = self.shape.M, self.shape.N, self.shape.K, self.pad
+        c = self.c0.copy()
+        try:
+            launch(M, N, K, ALPHA, self.a[p : p + M * K], self.b[p : p + K * N], self.beta,
+                   c[p : p + M * N])  # fmt: skip
+        except KernelFault:
+            return False
+        got = c[p : p + M * N].reshape(M, N).astype(np.float64)
+        inside = bool((np.abs(got - self.expected) <= self.tolerance).all())
+        return inside and bool((c[:p] == GUARD).all() and (c[p + M * N :] == GUARD).all())
+
+
+def _cases(failing, passing, seed: int) -> list[_Case]:
+    rng = np.random.default_rng(seed)
+    return [_Case.draw(s, b, rng) for s, b in [*failing, *passing]]
+
+
+def _budget(cases: list[_Case]) -> int:
+    """Accesses one thread may make in one block before it is stopped, since a repair
+    may loop for ever: a right kernel's thread makes a few dozen per k of its row of C."""
+    return 256 * (max(c.shape.K for c in cases) + 64)
+
+
+def _loaded(spec: KernelSpec, path: Path):
+    """launch and configure for a library (in a child that has confined itself)."""
+    configure = ctypes.CDLL(str(path)).cpu_configure
+    configure.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_long]
+    return cpu._launcher(spec, path), configure
+
+
+# ---- the children ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Evidence:
+    text: str
+    wrong: bool
+    smallest: tuple[Shape, float] | None  # a small case that fails, when one was found
+
+
+@dataclass(frozen=True)
+class _Trying:
+    index: int
+
+
+@dataclass(frozen=True)
+class _Found:
+    repair: Repair
+
+
+@dataclass(frozen=True)
+class _Stopped:
+    pass
+
+
+MESSAGES = (_Evidence, _Trying, _Found, _Stopped, Repair, Shape)
+
+
+def _witness(conn, spec, paths, failing, seed, scratch) -> None:
+    """The kernel as written, in the diagnostic build, on the failing cases: the first
+    thing it stops on, and whether it is wrong at all here; then, in the normal build,
+    the smallest case that still fails (what each repair runs first)."""
+    diagnose, variants = paths
+    isolation.enter(scratch, readable=[diagnose, variants])
+    cases = _cases(failing, [], seed)
+    evidence, wrong = "", False
+    launch, configure = _loaded(spec, diagnose)
+    configure(-1, 0, _budget(cases))
+    for case in cases:
+        c = case.c0.copy()
+        M, N, K, p = case.shape.M, case.shape.N, case.shape.K, case.pad
+        try:
+            launch(M, N, K, ALPHA, case.a[p : p + M * K], case.b[p : p + K * N], case.beta,
+                   c[p : p + M * N])  # fmt: skip
+        except KernelFault as fault:
+            evidence = str(fault)
+            break
+    launch, configure = _loaded(spec, variants)
+    configure(-1, 0, _budget(cases))
+    wrong = bool(evidence) or not all(case.right(launch) for case in cases)
+    smallest = _shrunk(spec, launch, failing, seed) if wrong else None
+    conn.send(_Evidence(evidence, wrong, smallest))
+
+
+# Sizes a shrinking case tries for each of M, N and K, smallest first.
+_SIZES = (1, 2, 3, 4, 5, 8, 9, 16, 17, 31, 33, 64, 65, 127, 129)
+
+
+def _shrunk(spec, launch, failing, seed) -> tuple[Shape, float] | None:
+    """A case as small as the kernel still fails, from the cheapest failing one: each of
+    M, N and K in turn down to the least size that fails (delta debugging on the input).
+    Every repair runs it first, and most fail there, at a fraction of the time."""
+    shape, beta = min(failing, key=lambda c: _cost(spec, c[0]))
+    rng = np.random.default_rng(seed)
+    for axis in ("K", "N", "M"):
+        for size in _SIZES:
+            if size >= getattr(shape, axis):
+                break
+            trial = replace(shape, **{axis: size})
+            if not _Case.draw(trial, beta, rng).right(launch):
+                shape = trial
+                break
+    return shape, beta
+
+
+def _cost(spec: KernelSpec, shape: Shape) -> int:
+    """What a case costs to run on the CPU: threads times the length of their loop."""
+    gx, gy = spec.geometry.grid(shape.M, shape.N)
+    bx, by = spec.geometry.block
+    return gx * gy * bx * by * (shape.K + 16)
+
+
+def _search(conn, spec, path, order, failing, passing, seed, until, scratch) -> None:
+    """Try the repairs `order` holds, in turn, until the clock reads `until`."""
+    isolation.enter(scratch, readable=[path])
+    launch, configure = _loaded(spec, path)
+    cases = _cases(failing, passing, seed)
+    budget = _budget(cases)
+    for index, (site, choice, edit) in enumerate(order):
+        if time.time() > until:
+            break
+        conn.send(_Trying(index))
+        configure(site, choice, budget)
+        if all(case.right(launch) for case in cases):
+            conn.send(_Found(Repair(edit.line, edit.operator, edit.before, edit.swapped, edit.context)))
+    conn.send(_Stopped())
+
+
+def _order(text: str, candidates: list, hints: Hints, evidence: str, spec: KernelSpec) -> list:
+    """Candidates ((site, choice, Edit), or Edits) in the order they are tried: a barrier
+    added anywhere first where the cases point at a race; then those nearest the lines
+    the evidence points at (the access it stopped on, where the float read before it
+    had a value was declared, where beta is used when only cases with beta != 0 fail;
+    or else where C is stored), a rule with few repairs a place a step further out
+    than one with many (a term of the kernel's own, a factor, a variable)."""
+    items = [c if isinstance(c, tuple) else (0, 0, c) for c in candidates]
+    named = {int(n) for n in re.findall(rf"(?:{re.escape(spec.filename)}:|line )(\d+)", evidence)}
+    start = set(hints.lines) | named
+    if hints.beta:
+        names = edits.parameters(text, spec.name_expression)
+        start |= edits.lines_using(text, names[6]) if len(names) > 6 else set()
+    if hints.unset:
+        start |= {d.locals[0].line for d in syntax.own_floats(Source.parse(text))
+                  if any(v.value is None for v in d.locals)}  # fmt: skip
+    if hints.unwritten:  # what was read unwritten is what the stores to shared memory miss
+        start |= edits.lines_storing_shared(text)
+    if not start:
+        start = {e.line for _, _, e in items if re.search(r"\bC\s*\[", e.before)}
+    distance = edits.related_lines(text, start)
+    far = 1 + max(distance.values(), default=0)
+    barriers = hints.barriers or "__syncthreads()" in evidence
+
+    def key(candidate):
+        edit = candidate[2]
+        if barriers and edit.operator == "add barrier":
+            return -1, 0, distance.get(edit.line, far)
+        many = edit.operator in _MANY
+        return distance.get(edit.line, far) + many, many, distance.get(edit.line, far)
+
+    return sorted(items, key=key)
+
+
+# Rules that give many repairs at a place: the kernel's own terms, factors and variables.
+_MANY = {"add term", "add factor", "variable"}
+
+
+def localize(
+    spec: KernelSpec,
+    prepared: Future,
+    failing: list[tuple[Shape, float]],
+    passing: list[tuple[Shape, float]],
+    seed: int,
+    scratch,
+) -> Finding | None:
+    """What the diagnostic build shows of spec on the CPU for these failing cases, and
+    the repairs (prepare's) that make them and the passing ones right; None where the
+    CPU backend cannot run the kernel here (no compiler, a construct it lacks)."""
+    began = time.monotonic()
+    built = prepared.result()
+    if built is None:
+        return None
+    evidence, wrong = "", True
+    failing = sorted(failing, key=lambda c: _cost(spec, c[0]))
+    paths = (built.diagnose, built.variants)
+    with Child(_witness, spec, paths, failing, seed, scratch, messages=MESSAGES) as child:
+        message = child.receive(EVIDENCE_S, "running the kernel in the diagnostic build")
+        if isinstance(message, _Evidence):
+            evidence, wrong = message.text, message.wrong
+            if message.smallest:
+                failing = [message.smallest, *failing]
+    if not wrong:
+        return Finding(evidence, wrong, (), 0, 0, time.monotonic() - began)
+    order = _order(built.text, built.candidates, built.hints, evidence, spec)
+    until = time.time() + SEARCH_S
+    searches = max(1, min(SEARCHES, os.cpu_count() or 1))
+    found, tried = [], 0
+    with ThreadPoolExecutor(searches) as pool:
+        parts = [order[i::searches] for i in range(searches)]
+        args = (spec, built.variants, failing, passing, seed, until, scratch)
+        for part_found, part_tried in pool.map(lambda part: _search_part(part, *args), parts):
+            found += part_found
+            tried += part_tried
+    return Finding(evidence, wrong, tuple(found), tried, len(order), time.monotonic() - began)
+
+
+def _search_part(order, spec, path, failing, passing, seed, until, scratch):
+    """Search one share of the repairs in children, starting a new one after a repair
+    that crashed its child or looped past CANDIDATE_S; (repairs found, repairs tried)."""
+    found, start, tried = [], 0, 0
+    for _ in range(RESTARTS + 1):
+        current = None
+        arguments = (spec, path, order[start:], failing, passing, seed, until, scratch)
+        with Child(_search, *arguments, messages=MESSAGES) as child:
+            while True:
+                message = child.receive(CANDIDATE_S, "trying repairs")
+                if isinstance(message, _Trying):
+                    current = start + message.index
+                    tried = current + 1
+                elif isinstance(message, _Found):
+                    found.append(message.repair)
+                elif isinstance(message, _Stopped):
+                    return found, tried
+                else:  # Hung, Died or Forged: go on after the repair it was trying
+                    start = len(order) if current is None else current + 1
+                    break
+        if start >= len(order) or time.time() > until:
+            break
+    return found, tried

@@ -1,0 +1,153 @@
+"""A learner's mistake gets its cause and its line, found by evidence (judge.localize).
+
+The five mistakes here are one line each of step 05, none of them a pattern the
+checker was written for (issue 47 found each worded wrongly: a race, a bound, or
+no cause at all). Each must give one cause, of the right kind, naming the line the
+mistake is on; the reference beside them gets none. The CPU backend's diagnostic
+builds are checked on their own too: the races, floats without a value and
+endless loops they name, and the reference kernels they must pass.
+"""
+
+import ctypes
+
+import numpy as np
+import pytest
+from planted import planted
+
+from autograder import KernelSpec, judge
+from autograder.judge import checker, edits, localize
+from autograder.judge.causes import by_cause
+from autograder.judge.checker import SMALL, Shape
+from autograder.ladder import registry
+from autograder.run import cpu
+from autograder.run.syntax import Source
+
+
+def check(spec):
+    return judge.check(spec, shapes=SMALL, backend="cpu")
+
+
+# (old, new) in kernels/05_blocktiling_2d.cu, the line it is on, and what the cause says.
+MISTAKES = {
+    "accumulators never zeroed": (
+        ("float acc[TM][TN] = {{0.0f}};", "float acc[TM][TN];"), 29, "has no initial value"
+    ),
+    "beta added instead of beta times the old C": (
+        ("+ beta * C[row * N + col];", "+ beta;"), 82, "C's old value is used wrongly"
+    ),
+    "the column bound compared against M": (
+        ("col < N) {", "col < M) {"), 81, "uses M where it should use N"
+    ),
+    "A's bound on K without the slice's offset": (
+        ("&& k0 + c < K;", "&& c < K;"), 40, "lacks a term"
+    ),
+    "the thread's column without its factor TN": (
+        ("Bs[k][threadCol * TN + n]", "Bs[k][threadCol + n]"), 60, "lacks a factor"
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", MISTAKES)
+def test_a_one_line_mistake_gets_one_cause_that_names_its_line(name):
+    (old, new), line, said = MISTAKES[name]
+    report = check(planted("05", old, new))
+    causes = by_cause(report.cases)
+    assert len(causes) == 1, str(report)
+    diagnosis = causes[0].diagnosis
+    assert diagnosis.line == line, str(report)
+    assert said in str(diagnosis), str(report)
+    assert f"05_blocktiling_2d.cu:{line}" in str(diagnosis), str(report)
+    assert "race" not in str(diagnosis), str(report)
+
+
+def test_the_reference_beside_them_gets_no_cause():
+    report = check(KernelSpec.from_step(registry.step("05")))
+    assert report.ok and not by_cause(report.cases), str(report)
+
+
+def test_a_float_read_before_it_had_a_value_is_named_with_its_declaration():
+    report = check(planted("05", *MISTAKES["accumulators never zeroed"][0]))
+    said = str(by_cause(report.cases)[0])
+    assert "read acc[0][0] before any value was stored in it" in said, said
+    assert "acc, declared at 05_blocktiling_2d.cu:29" in said, said
+
+
+def test_the_graders_own_numerics_print_nothing_into_the_report():
+    # C all NaN (every accumulator without a value) once made mapping's all-NaN slice
+    # warn, and the warning read as the kernel's own output.
+    report = check(planted("05", *MISTAKES["accumulators never zeroed"][0]))
+    assert not any("printed" in n or "Warning" in n for n in report.notes), report.notes
+
+
+def test_an_index_past_the_end_of_a_threads_own_array_is_named():
+    spec = planted("05", "for (int n = 0; n < TN; ++n) regN[n]", "for (int n = 0; n <= TN; ++n) regN[n]")
+    report = check(spec)
+    said = " ".join(c.message for c in report.failures)
+    assert "regN[8], past the end of its own array regN[8] (8 elements)" in said, str(report)
+    assert "05_blocktiling_2d.cu:60" in said, said
+
+
+def test_a_division_by_zero_fails_its_launch_not_the_process():
+    spec = planted("01", "acc += A[row * K + k] * B[k * N + col];",
+                   "acc += A[row * K + k] * B[k * N + col] + row / (K - K);")  # fmt: skip
+    report = check(spec)
+    assert not report.ok and not report.error, str(report)
+    said = " ".join(c.message for c in report.failures)
+    assert "divided an integer by zero" in said, str(report)
+
+
+@pytest.mark.parametrize("build", ["diagnose", "variants"])
+@pytest.mark.parametrize("step", [s for s in registry.STEPS if s.id <= "08" and s.is_cuda],
+                         ids=lambda s: s.name)  # fmt: skip
+def test_every_reference_kernel_passes_the_diagnostic_builds(step, build, tmp_path):
+    # No race, no float without a value, no endless loop where there is none.
+    spec = KernelSpec.from_step(step)
+    source = None
+    if build == "variants":
+        text = cpu.preprocessed(spec)
+        source, _ = localize.schema(Source.parse(text), edits.repairs(text)[: localize.CAP])
+    launch = cpu._launcher(spec, cpu.build(spec, build, source=source))
+    rng = np.random.default_rng(0)
+    for shape in (Shape(17, 19, 3), Shape(67, 131, 68), Shape(127, 129, 129)):
+        result = checker.run_case(np, launch, shape, checker.BETA, rng)
+        assert result.ok, result.message
+
+
+def test_a_repair_that_loops_for_ever_is_stopped_by_its_budget():
+    # k0 moves by 0: the loop over K never ends (a repair can do this to a kernel).
+    spec = planted("03", "k0 += BS", "k0 += 0")
+    library = cpu.build(spec, "variants", source=cpu.preprocessed(spec))
+    configure = ctypes.CDLL(str(library)).cpu_configure
+    configure.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_long]
+    configure(-1, 0, 10_000)
+    result = checker.run_case(np, cpu._launcher(spec, library), Shape(17, 19, 3), 0.0,
+                              np.random.default_rng(0))  # fmt: skip
+    assert "ran far longer than the kernel as written" in result.message, result.message
+
+
+def test_every_mutant_keeps_the_kernels_lines():
+    # Messages name the learner's lines: no change may move them.
+    for step in ("03", "05", "08"):
+        text = registry.step(step).source()
+        source = Source.parse(text)
+        for edit in edits.mutants(text):
+            assert edit.apply(source).count("\n") == text.count("\n"), edit
+
+
+def test_a_repair_switched_on_in_the_schema_computes_what_the_edited_kernel_does():
+    # The schema holds every repair; switched on alone, one must run as the kernel
+    # edited by it would (here: the repair of the column bound, which makes it right).
+    spec = planted("05", *MISTAKES["the column bound compared against M"][0])
+    text = cpu.preprocessed(spec)
+    repairs = [r for r in edits.repairs(text) if r.line == 81 and r.swapped == ("M", "N")]
+    schematized, candidates = localize.schema(Source.parse(text), repairs)
+    library = cpu.build(spec, "variants", source=schematized)
+    configure = ctypes.CDLL(str(library)).cpu_configure
+    configure.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_long]
+    launch = cpu._launcher(spec, library)
+    fixed = [(site, choice) for site, choice, e in candidates if e.start > text.index("row < M")]
+    assert len(fixed) == 1
+    for switch, right in (((-1, 0), False), (fixed[0], True)):
+        configure(*switch, 0)
+        result = checker.run_case(np, launch, Shape(257, 1, 33), 0.0, np.random.default_rng(0))
+        assert result.ok == right, result.message
