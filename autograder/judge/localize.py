@@ -42,8 +42,8 @@ from ..run.kernel import KernelSpec
 from ..run.syntax import Source, walk
 from . import edits
 from .checker import (
-    ALPHA, GUARD, RACED, SENTINEL, UNSET_LOCAL, UNWRITTEN_NAN, Shape, _pad_for, _padded,
-    elementwise_tolerance,
+    ALPHA, BETA, EXACT_SIZE, GUARD, RACED, SENTINEL, UNSET_LOCAL, UNWRITTEN_NAN, Shape, _pad_for,
+    _padded, elementwise_tolerance,
 )  # fmt: skip
 
 SEARCH_S = 4.0  # seconds of repairs tried, after the build
@@ -470,18 +470,25 @@ def _cost(spec: KernelSpec, shape: Shape) -> int:
     return gx * gy * bx * by * (shape.K + 16)
 
 
+# What a repair that gets the failing cases right must get right too: small cases are
+# what a wrong repair can fit (a tile's rows past M are zeros either way), so before it
+# counts, a repair runs cases that fill several tiles in every direction.
+CONFIRM = ((EXACT_SIZE, BETA), (Shape(256, 512, 128), 0.0), (Shape(200, 300, 60), BETA))
+
+
 def _search(conn, spec, path, order, failing, passing, seed, until, scratch) -> None:
     """Try the repairs `order` holds, in turn, until the clock reads `until`."""
     isolation.enter(scratch, readable=[path])
     launch, configure = _loaded(spec, path)
     cases = _cases(failing, passing, seed)
-    budget = _budget(cases)
+    confirm = _cases([c for c in CONFIRM if c not in failing + passing], [], seed + 1)
+    budget = _budget(cases + confirm)
     for index, (site, choice, edit) in enumerate(order):
         if time.time() > until:
             break
         conn.send(_Trying(index))
         configure(site, choice, budget)
-        if all(case.right(launch) for case in cases):
+        if all(case.right(launch) for case in cases + confirm):
             conn.send(_Found(Repair(edit.line, edit.operator, edit.before, edit.swapped, edit.context)))
     conn.send(_Stopped())
 

@@ -921,9 +921,10 @@ inline void run_blocks(unsigned id, unsigned workers, bool reverse) {
   }
 }
 
-// A division by zero, or an access to memory the process does not have, made by a
-// kernel thread: the launch fails with the thread and what it did (on a GPU the first
-// gives an undefined value, the second cudaErrorIllegalAddress). Anything else, the
+// A division by zero (or any other operation the compiler made a trap of, being
+// undefined), or an access to memory the process does not have, made by a kernel
+// thread: the launch fails with the thread and what it did (on a GPU the first gives
+// an undefined value, the second cudaErrorIllegalAddress). Anything else, the
 // runtime's own code included, crashes the process as it would have.
 inline bool on_a_thread_stack(const void* p) {
   const uintptr_t base = (uintptr_t)p & ~(uintptr_t)(STACK_BYTES - 1);
@@ -938,9 +939,11 @@ inline void on_crash(int signal, siginfo_t*, void*) {
     std::signal(signal, SIG_DFL);
     return;  // the instruction runs again, and the process dies of it
   }
-  fault(signal == SIGFPE ? "divided an integer by zero (on a GPU the result is undefined)"
-                         : "made an access outside any memory it was given, through a raw "
-                           "pointer (cudaErrorIllegalAddress on a GPU)");
+  fault(signal == SIGFPE   ? "divided an integer by zero (on a GPU the result is undefined)"
+        : signal == SIGILL ? "did something whose result C++ leaves undefined (most often a "
+                             "division by a constant 0, or a shift by too many bits)"
+                           : "made an access outside any memory it was given, through a raw "
+                             "pointer (cudaErrorIllegalAddress on a GPU)");
 }
 inline void catch_crashes() {
   static bool installed = false;
@@ -951,6 +954,7 @@ inline void catch_crashes() {
   sigaction(SIGFPE, &action, nullptr);
   sigaction(SIGSEGV, &action, nullptr);
   sigaction(SIGBUS, &action, nullptr);
+  sigaction(SIGILL, &action, nullptr);
   installed = true;
 }
 
