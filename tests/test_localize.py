@@ -23,8 +23,8 @@ from autograder.run import cpu
 from autograder.run.syntax import Source
 
 
-def check(spec):
-    return judge.check(spec, shapes=SMALL, backend="cpu")
+def check(spec, backend="cpu"):
+    return judge.check(spec, shapes=SMALL, backend=backend)
 
 
 # (old, new) in kernels/05_blocktiling_2d.cu, the line it is on, and what the cause says.
@@ -47,10 +47,12 @@ MISTAKES = {
 }  # fmt: skip
 
 
+@pytest.mark.parametrize("backend", ["cpu", pytest.param("gpu", marks=pytest.mark.gpu)])
 @pytest.mark.parametrize("name", MISTAKES)
-def test_a_one_line_mistake_gets_one_cause_that_names_its_line(name):
+def test_a_one_line_mistake_gets_one_cause_that_names_its_line(name, backend):
+    # On a GPU too: the cases run there, the evidence comes from the CPU backend.
     (old, new), line, said = MISTAKES[name]
-    report = check(planted("05", old, new))
+    report = check(planted("05", old, new), backend)
     causes = by_cause(report.cases)
     assert len(causes) == 1, str(report)
     diagnosis = causes[0].diagnosis
@@ -88,8 +90,9 @@ def test_an_index_past_the_end_of_a_threads_own_array_is_named():
 
 
 def test_a_division_by_zero_fails_its_launch_not_the_process():
+    # K / (K + 1) is 0, which the compiler cannot know.
     spec = planted("01", "acc += A[row * K + k] * B[k * N + col];",
-                   "acc += A[row * K + k] * B[k * N + col] + row / (K - K);")  # fmt: skip
+                   "acc += A[row * K + k] * B[k * N + col] + row / (K / (K + 1));")  # fmt: skip
     report = check(spec)
     assert not report.ok and not report.error, str(report)
     said = " ".join(c.message for c in report.failures)
@@ -145,7 +148,7 @@ def test_a_repair_switched_on_in_the_schema_computes_what_the_edited_kernel_does
     configure = ctypes.CDLL(str(library)).cpu_configure
     configure.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_long]
     launch = cpu._launcher(spec, library)
-    fixed = [(site, choice) for site, choice, e in candidates if e.start > text.index("row < M")]
+    fixed = [(site, choice) for site, choice, e in candidates if e.start > text.index("col < M")]
     assert len(fixed) == 1
     for switch, right in (((-1, 0), False), (fixed[0], True)):
         configure(*switch, 0)

@@ -148,7 +148,7 @@ def _own_floats(source: str, build: str) -> str:
     for declaration in syntax.own_floats(parsed):
         text = []
         for v in declaration.locals:
-            named = f'"{v.name}", {v.line}'
+            named = f'"{v.name}", __FILE__, {v.line}'
             if not v.dims:  # a scalar without a value
                 text.append(
                     f"__cpu::local_scalar<{v.kind}> {v.name}({named});"

@@ -472,14 +472,15 @@ struct ArrayInfo {
   size_t dims[4] = {};
   size_t count = 1;    // elements in all
   bool local = false;  // a thread's own, not shared memory
-  int line = 0;        // where a thread's own is declared
+  const char* file = nullptr;  // where a thread's own is declared
+  int line = 0;
 #ifdef CPU_DIAGNOSE
   // Who last wrote and read an element of a shared array, and in which round
   // between barriers (Worker::epoch): two threads' accesses to one element in the
   // same round, one of them a write, are a race.
   struct Access {
     int thread = -1;
-    int line = 0;
+    Where where;
     long epoch = -1;
   };
   struct Shadow {
@@ -489,8 +490,8 @@ struct ArrayInfo {
   Shadow* shadow = nullptr;
 #endif
   template <class A>
-  void describe(const char* name_, bool local_, int line_) {
-    name = name_, local = local_, line = line_, rank = (int)std::rank_v<A>;
+  void describe(const char* name_, bool local_, const char* file_ = nullptr, int line_ = 0) {
+    name = name_, local = local_, file = file_, line = line_, rank = (int)std::rank_v<A>;
     if constexpr (std::rank_v<A> >= 1) dims[0] = std::extent_v<A, 0>;
     if constexpr (std::rank_v<A> >= 2) dims[1] = std::extent_v<A, 1>;
     if constexpr (std::rank_v<A> >= 3) dims[2] = std::extent_v<A, 2>;
@@ -608,8 +609,8 @@ struct sref {
     const std::string element = info->element((size_t)(p - data));
     if (info->local)
       fault("read " + element + " before any value was stored in it" + at_line(where) + ": " +
-            info->name + ", declared at line " + std::to_string(info->line) +
-            ", has no initial value");
+            info->name + ", declared at " + (info->file ? info->file : "line") + ":" +
+            std::to_string(info->line) + ", has no initial value");
     fault("read " + element + " before any thread of the block wrote it" + at_line(where) +
           ": a missing __syncthreads() after the loads, or a tile not fully loaded");
   }
@@ -658,7 +659,7 @@ struct shared_array {
     Worker& w = *self()->worker;
     if (serial != w.block_serial) {
       std::memset(&data, 0xFF, sizeof data);
-      info.describe<A>(name, false, 0);
+      info.describe<A>(name, false);
 #ifdef CPU_DIAGNOSE
       info.shadow = shadow;
 #endif
@@ -697,13 +698,13 @@ struct bounded {
   using T = std::remove_all_extents_t<A>;
   alignas(16) A data;
   ArrayInfo info;
-  bounded(const char* name, int line) {  // declared without a value: NaN until written
+  bounded(const char* name, const char* file, int line) {  // no value: NaN until written
     poison_local(data);
-    info.describe<A>(name, true, line);
+    info.describe<A>(name, true, file, line);
   }
-  bounded(const char* name, int line, const A& value) {
+  bounded(const char* name, const char* file, int line, const A& value) {
     std::memcpy(&data, &value, sizeof(A));
-    info.describe<A>(name, true, line);
+    info.describe<A>(name, true, file, line);
   }
   bounded(const bounded&) = delete;
   bview<T, A> view() { return bview<T, A>{(T*)&data, &info, 0, sizeof(A) / sizeof(T)}; }
@@ -716,9 +717,9 @@ struct local_array {
   using T = std::remove_all_extents_t<A>;
   alignas(16) A data;
   ArrayInfo info;
-  local_array(const char* name, int line) {
+  local_array(const char* name, const char* file, int line) {
     poison_local(data);
-    info.describe<A>(name, true, line);
+    info.describe<A>(name, true, file, line);
   }
   local_array(const local_array&) = delete;
   sview<T, A> view() { return sview<T, A>{(T*)&data, &info, 0, sizeof(A) / sizeof(T)}; }
@@ -729,7 +730,9 @@ template <class T>
 struct local_scalar {
   T value = local_poison<T>();
   ArrayInfo info;
-  local_scalar(const char* name, int line) { info.describe<T[1]>(name, true, line), info.rank = 0; }
+  local_scalar(const char* name, const char* file, int line) {
+    info.describe<T[1]>(name, true, file, line), info.rank = 0;
+  }
   sref<T> ref(Where w = {__builtin_FILE(), __builtin_LINE()}) { return sref<T>{&value, &value, &info, w}; }
   operator T() const { return (T)sref<T>{(T*)&value, &value, &info, {}}; }
   local_scalar& operator=(T v) { value = v; return *this; }
@@ -768,8 +771,10 @@ inline std::string thread_named(int linear) {
 [[noreturn]] inline void race(const char* mine, const ArrayInfo& info, size_t i,
                               const Where& where, const char* theirs,
                               const ArrayInfo::Access& other) {
+  const Where& w = other.where;
   fault(std::string(mine) + " " + info.element(i) + at_line(where) + ", which " +
-        thread_named(other.thread) + " " + theirs + " at line " + std::to_string(other.line) +
+        thread_named(other.thread) + " " + theirs + (w.file ? std::string(" at ") + w.file + ":" +
+        std::to_string(w.line) : std::string()) +
         " with no __syncthreads() between them: a race (on a GPU either may come first)");
 }
 
@@ -780,7 +785,7 @@ inline void shared_read(const ArrayInfo& info, size_t i, const Where& where, boo
   const int me = (int)t->linear;
   if (s.write.epoch == w.epoch && s.write.thread != me) race("read", info, i, where, "wrote", s.write);
   if (s.read.epoch == w.epoch && s.read.thread != me) s.earlier_read = s.read;
-  s.read = {me, where.line, w.epoch};
+  s.read = {me, where, w.epoch};
   if (unwritten && w.unwritten_read.empty())
     w.unwritten_read = who(t) + " read " + info.element(i) + " before any thread of the block "
                        "wrote it" + at_line(where) + ", and no thread writes it before the next "
@@ -795,7 +800,7 @@ inline void shared_write(const ArrayInfo& info, size_t i, const Where& where) {
   if (s.read.epoch == w.epoch && s.read.thread != me) race("wrote", info, i, where, "read", s.read);
   if (s.earlier_read.epoch == w.epoch && s.earlier_read.thread != me)
     race("wrote", info, i, where, "read", s.earlier_read);
-  s.write = {me, where.line, w.epoch};
+  s.write = {me, where, w.epoch};
 }
 
 #endif
