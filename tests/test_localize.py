@@ -154,3 +154,11 @@ def test_a_repair_switched_on_in_the_schema_computes_what_the_edited_kernel_does
         configure(*switch, 0)
         result = checker.run_case(np, launch, Shape(257, 1, 33), 0.0, np.random.default_rng(0))
         assert result.ok == right, result.message
+
+
+def test_the_split_k_gemm_runs_with_a_workstations_workers(monkeypatch):
+    # Eight OS threads, two libraries (step 08's GEMM and the reduction) in one process:
+    # their stacks once took more memory than the confined child may have.
+    monkeypatch.setenv("SGEMM_CPU_WORKERS", "8")
+    report = check(KernelSpec.from_step(registry.step("09")))
+    assert report.ok, str(report)

@@ -39,6 +39,7 @@
 #include <type_traits>
 #include <vector>
 #include <csignal>
+#include <sys/mman.h>
 #include <ucontext.h>
 
 // What the library exports (it is built with hidden visibility: autograder/run/cpu.py).
@@ -860,11 +861,31 @@ inline std::atomic<long> block_serials{0};  // over all launches: see Worker::bl
 
 // Fiber stacks, per worker, kept from one launch to the next: allocating and first
 // touching 128 KiB for each thread of a block took longer than running a small case.
-inline std::vector<char*> stack_pool[MAX_WORKERS];
-inline char* pooled_stack(unsigned worker, unsigned i) {
-  std::vector<char*>& pool = stack_pool[worker];
-  while (pool.size() <= i) pool.push_back((char*)std::aligned_alloc(STACK_BYTES, STACK_BYTES));
-  return pool[i];
+// One mapping a worker, of the exact size (aligned allocations of 128 KiB each took
+// twice that, and a process may hold several libraries, each its own pool, under a
+// memory limit); its pages are touched only as the threads use them.
+struct StackPool {
+  char* mapping = nullptr;
+  size_t bytes = 0;
+  char* first = nullptr;  // the first stack, aligned to STACK_BYTES
+  unsigned count = 0;
+};
+inline StackPool stack_pool[MAX_WORKERS];
+
+// The first of n stacks for worker, one after another; nullptr when out of memory.
+inline char* stacks_for(unsigned worker, unsigned n) {
+  StackPool& pool = stack_pool[worker];
+  if (pool.count < n) {
+    if (pool.mapping) munmap(pool.mapping, pool.bytes);
+    pool = {};
+    const size_t bytes = (size_t)(n + 1) * STACK_BYTES;
+    void* m = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                   -1, 0);
+    if (m == MAP_FAILED) return nullptr;
+    const uintptr_t aligned = ((uintptr_t)m + STACK_BYTES - 1) & ~(uintptr_t)(STACK_BYTES - 1);
+    pool = {(char*)m, bytes, (char*)aligned, n};
+  }
+  return pool.first;
 }
 
 // Runs one worker's share of the blocks: block id, id + workers, ...
@@ -873,10 +894,18 @@ inline void run_blocks(unsigned id, unsigned workers, bool reverse) {
   w.id = id;
   const unsigned n = block.x * block.y * block.z;
   std::vector<Thread> threads(n);
+  char* stacks = stacks_for(id, n);
+  if (!stacks) {  // out of memory: no thread of this worker runs
+    std::lock_guard<std::mutex> hold(report_lock);
+    error = "the CPU backend ran out of memory for the stacks of " + std::to_string(n) +
+            " threads a block";
+    stopped = true, error_block = -1;
+    return;
+  }
   for (unsigned i = 0; i < n; ++i) {
     Thread& t = threads[i];
     t.worker = &w;
-    t.stack = pooled_stack(id, i);
+    t.stack = stacks + (size_t)i * STACK_BYTES;
     *(Thread**)t.stack = &t;  // what self() finds
     // Stacks are aligned to their size, so their tops would all fall in the
     // same cache sets; a different number of cache lines cut off each one
@@ -932,10 +961,8 @@ inline void run_blocks(unsigned id, unsigned workers, bool reverse) {
 // an undefined value, the second cudaErrorIllegalAddress). Anything else, the
 // runtime's own code included, crashes the process as it would have.
 inline bool on_a_thread_stack(const void* p) {
-  const uintptr_t base = (uintptr_t)p & ~(uintptr_t)(STACK_BYTES - 1);
-  for (const std::vector<char*>& pool : stack_pool)
-    for (const char* stack : pool)
-      if ((uintptr_t)stack == base) return true;
+  for (const StackPool& pool : stack_pool)
+    if (p >= pool.first && p < pool.first + (size_t)pool.count * STACK_BYTES) return true;
   return false;
 }
 inline void on_crash(int signal, siginfo_t*, void*) {
