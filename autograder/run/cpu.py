@@ -46,11 +46,12 @@ BUILDS = {
     "diagnose": (*_QUICK, "-DCPU_DIAGNOSE"),
     "variants": (*_QUICK, "-DCPU_VARIANTS"),
 }
-# Blocks are shared out among this many OS threads: the cores this process may use,
-# or SGEMM_CPU_WORKERS (a test runs a 16-core machine's count on two cores).
-WORKERS = int(os.environ.get("SGEMM_CPU_WORKERS", 0)) or (
-    len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-)
+def workers() -> int:
+    """How many OS threads share out a launch's blocks: the cores this process may use,
+    or SGEMM_CPU_WORKERS (a test runs a 16-core machine's count on two cores). Read at
+    each launch: a child process is forked from one that imported this module earlier."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return int(os.environ.get("SGEMM_CPU_WORKERS", 0)) or cores or 1
 CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "sgemm-course" / "cpu"
 # The dynamic shared memory a block gets here (dynamic_shared() in cpu_runtime.h).
 DYNAMIC_SHARED_BYTES = 48 * 1024
@@ -357,7 +358,7 @@ def _launcher(spec: KernelSpec, path: Path):
             layers,
             *spec.geometry.block,
             launches % 2 == 0,
-            WORKERS,
+            workers(),
             message,
             len(message),
             notes,
