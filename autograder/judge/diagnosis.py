@@ -70,6 +70,8 @@ def diagnose(cases: list, finding: Finding | None, filename: str) -> list[tuple[
     found = _from_evidence(evidence, confirmed, where) if evidence else None
     if found is None and confirmed:
         found = _from_repair(confirmed, cases, failing, where)
+    if found is not None and confirmed:
+        found = replace(found, evidence=f"{found.evidence}; {_search_words(finding)}")
     if found is not None:
         # One change makes every case pass: every failing case is this cause's.
         if confirmed or _explains_all(found, failing):
@@ -96,6 +98,15 @@ def _line(confirmed) -> int | None:
     return lines.pop() if len(lines) == 1 else None
 
 
+def _search_words(finding: Finding) -> str:
+    """How the repair was found, for whoever measures the localizer (mutants)."""
+    first = min(r.rank for r in finding.repairs)
+    return (
+        f"repair {first + 1} of {finding.of} in the order tried, {finding.tried} tried in "
+        f"{finding.seconds:.1f} s"
+    )
+
+
 def _beta_only(cases: list, failing: list) -> bool:
     """Every case with beta = 0 passed, every failing one has beta != 0, and some case
     of each kind ran: C's old value is what the kernel gets wrong."""
@@ -108,7 +119,11 @@ def _from_evidence(evidence: str, confirmed, where) -> Diagnosis | None:
     text = _strip_hint(evidence)
     declared = re.search(r"declared at [^:]+:(\d+)", evidence)
     if "has no initial value" in evidence:
-        line = int(declared.group(1)) if declared else None
+        # The declaration is where the mistake is only when a value given there makes
+        # every case pass: a variable a skipped loop should have written has none either.
+        line = _line(confirmed) if confirmed else None
+        if confirmed and (not declared or line != int(declared.group(1))):
+            text += f"; {_repair_words(confirmed, where)}"
         return Diagnosis("uninitialised", text, line, "the CPU backend's diagnostic build")
     kinds = (
         ("with no __syncthreads() between them", "race"),
@@ -270,8 +285,16 @@ def with_causes(cases: list, causes: list[tuple[Diagnosis, list]]) -> list:
     return [replace(c, cause=cause_of[id(c)]) if id(c) in cause_of else c for c in cases]
 
 
-def where_it_hung(finding: Finding | None, filename: str) -> str:
-    """For a kernel that never finished a case: the line where one change makes it
-    finish right, in the words of any other cause; '' when none is confirmed."""
+def where_it_stopped(finding: Finding | None, filename: str) -> str:
+    """For a kernel that crashed in a case or never finished one: what the CPU backend
+    saw it do there (a bad access, with its line), and the line where one change makes
+    every case right; '' when neither is known."""
+    if finding is None:
+        return ""
+    said = []
+    if finding.evidence:
+        said.append(f"on the CPU backend, {_strip_hint(finding.evidence)}")
     confirmed = _confirmed(finding)
-    return _repair_words(confirmed, lambda line: f"{filename}:{line}") if confirmed else ""
+    if confirmed:
+        said.append(_repair_words(confirmed, lambda line: f"{filename}:{line}"))
+    return "; ".join(said)

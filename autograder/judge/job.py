@@ -108,6 +108,7 @@ class Job:
     stages: tuple[Check | Time, ...]
     seed: int
     alone: bool = False  # every stage in one turn with the device to itself (see run)
+    diagnose: bool = True  # the failing cases' causes found (localize), not just their words
 
 
 # ---- what the child says -------------------------------------------------------------------
@@ -288,7 +289,8 @@ class Outcome:
     # The localizer's builds, started at the first failing case (localize.prepare), so
     # that they compile while the other cases run.
     prepared: object = None
-    hung: tuple[Shape, float] | None = None  # the case the kernel did not finish, if any
+    # The case the kernel crashed in or did not finish, if any.
+    stopped: tuple[Shape, float] | None = None
 
 
 def run(job: Job, case_timeout_s: float = CASE_TIMEOUT_S) -> Outcome:
@@ -362,7 +364,7 @@ def _run_child(job: Job, case_timeout_s: float, outcome: Outcome, scratch) -> st
                 report.error = _hung(
                     message, started, seconds_per_flop, job.spec.waits_on_mbarriers
                 )
-                outcome.hung = _case_of(started)
+                outcome.stopped = _case_of(started)
                 break
             if isinstance(message, Died):
                 if timeout != case_timeout_s and message.exitcode != -signal.SIGSYS:
@@ -402,6 +404,7 @@ def _run_child(job: Job, case_timeout_s: float, outcome: Outcome, scratch) -> st
                 # timing's, not the judging's.
                 report.error = f"{_doing(started, timed or doing)}: {message.why}"
                 outcome.crashed = timed is None
+                outcome.stopped = _case_of(started) if timed is None else None
                 break
             elif isinstance(message, Refused):
                 report.error = f"not run: {message.why}"
@@ -457,6 +460,25 @@ def _check_bounds(job: Job, report: Report, scratch) -> None:
             replace(c, message=c.message.replace(NAN_FROM_OUTSIDE, NAN_FROM_UNWRITTEN))
             for c in report.cases
         ]
+    _check_on_the_cpu(job, report)
+
+
+CPU_CHECKED = "the CPU backend, every access and every thread's own array checked"
+
+
+def _check_on_the_cpu(job: Job, report: Report) -> None:
+    """EXACT_SIZE once more on the CPU backend, where it can run the kernel: an index
+    past the end of a thread's own array, a race the GPU's order hid, a float read
+    before it had a value, are wrong there every time, and right on a GPU only by luck."""
+    if job.spec.contract != "gemm":
+        return
+    cpu_job = Job(job.spec, "cpu", (Check((EXACT_SIZE,)),), job.seed, diagnose=False)
+    try:
+        cases = run(cpu_job).report.cases
+    except (BackendUnavailable, CompileError, GraderFault):
+        return  # no compiler here, or a construct it lacks: the GPU's own checks stand
+    report.bounds += f"; {EXACT_SIZE} run on {CPU_CHECKED}"
+    report.cases += [replace(c, under=CPU_CHECKED) for c in cases if not c.ok]
 
 
 # Cases the localizer runs for every repair it tries: the smallest failing ones first
@@ -475,13 +497,13 @@ def _diagnose(job: Job, outcome: Outcome, scratch) -> None:
     backend's diagnostic build and its repairs give (autograder.judge.localize); for a
     kernel that did not finish a case, where one change makes it finish right."""
     report = outcome.report
-    failing = [c for c in report.cases if not c.ok and not c.under]
+    failing = [c for c in report.cases if not c.ok]
     on_cpu = lambda c: c.shape not in checker.CPU_BUDGET.seconds  # noqa: E731
-    wrong = [(c.shape, c.beta) for c in sorted(filter(on_cpu, failing), key=_size)]
+    wrong = list(dict.fromkeys((c.shape, c.beta) for c in sorted(filter(on_cpu, failing), key=_size)))
     wrong = wrong[:LOCALIZE_FAILING]
-    hung = outcome.hung and outcome.hung[0] not in checker.CPU_BUDGET.seconds
+    stopped = outcome.stopped and outcome.stopped[0] not in checker.CPU_BUDGET.seconds
     finding = None
-    if (wrong or hung) and _localizable(job):
+    if (wrong or stopped) and job.diagnose and _localizable(job):
         prepared = outcome.prepared or localize.prepare(
             job.spec, localize.Hints.of(report.cases, job.spec)
         )
@@ -489,14 +511,14 @@ def _diagnose(job: Job, outcome: Outcome, scratch) -> None:
         finding = localize.localize(
             job.spec,
             prepared,
-            [outcome.hung] * bool(hung) + wrong,
+            [outcome.stopped] * bool(stopped) + wrong,
             [(c.shape, c.beta) for c in passing[:LOCALIZE_PASSING]],
             job.seed,
             scratch,
         )
     causes = diagnosis.diagnose(report.cases, finding, job.spec.filename)
     report.cases = diagnosis.with_causes(report.cases, causes)
-    if hung and not failing and (said := diagnosis.where_it_hung(finding, job.spec.filename)):
+    if stopped and (said := diagnosis.where_it_stopped(finding, job.spec.filename)):
         report.error += f"; {said}"
 
 

@@ -66,6 +66,7 @@ class Repair:
     before: str
     swapped: tuple[str, str] = ("", "")
     context: str = ""  # the whole expression `before` is part of
+    rank: int = 0  # its place in the order the repairs were tried
 
 
 @dataclass(frozen=True)
@@ -483,13 +484,14 @@ def _search(conn, spec, path, order, failing, passing, seed, until, scratch) -> 
     cases = _cases(failing, passing, seed)
     confirm = _cases([c for c in CONFIRM if c not in failing + passing], [], seed + 1)
     budget = _budget(cases + confirm)
-    for index, (site, choice, edit) in enumerate(order):
+    for index, (rank, (site, choice, edit)) in enumerate(order):
         if time.time() > until:
             break
         conn.send(_Trying(index))
         configure(site, choice, budget)
         if all(case.right(launch) for case in cases + confirm):
-            conn.send(_Found(Repair(edit.line, edit.operator, edit.before, edit.swapped, edit.context)))
+            repair = Repair(edit.line, edit.operator, edit.before, edit.swapped, edit.context, rank)
+            conn.send(_Found(repair))
     conn.send(_Stopped())
 
 
@@ -562,11 +564,13 @@ def localize(
     searches = max(1, min(SEARCHES, os.cpu_count() or 1))
     found, tried = [], 0
     with ThreadPoolExecutor(searches) as pool:
-        parts = [order[i::searches] for i in range(searches)]
+        ranked = list(enumerate(order))
+        parts = [ranked[i::searches] for i in range(searches)]
         args = (spec, built.variants, failing, passing, seed, until, scratch)
         for part_found, part_tried in pool.map(lambda part: _search_part(part, *args), parts):
             found += part_found
             tried += part_tried
+    found.sort(key=lambda r: r.rank)
     return Finding(evidence, wrong, tuple(found), tried, len(order), time.monotonic() - began)
 
 

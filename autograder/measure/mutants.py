@@ -33,6 +33,7 @@ from pathlib import Path
 
 from ..judge import check, edits
 from ..judge.causes import by_cause
+from ..judge.diagnosis import REPAIRED
 from ..judge.checker import SUITE, Shape
 from ..ladder import registry
 from ..run import compiler
@@ -73,6 +74,7 @@ class Row:
     localized: bool = False
     named: str = ""  # the line the first cause names as the mistake's, if any
     wrong_lead: bool = False
+    rank: int = 0  # the place of the first repair that made every case pass; 0: none
     cause: str = ""  # the first cause, as the learner reads it; why a survivor is equivalent
     seconds: float = 0.0
 
@@ -155,15 +157,15 @@ def judge_one(kernel: Kernel, number: int, edit: edits.Edit, spec: KernelSpec, b
     diagnosis = first.diagnosis if first else None
     row.cause = (str(first) if first else report.error)[:400]
     named = diagnosis.line if diagnosis is not None else None
+    if diagnosis is None:  # the run stopped (a crash, a hang): the line a repair confirmed
+        repaired = re.search(rf"at {re.escape(spec.filename)}:(\d+)[^;]*\({REPAIRED}", row.cause)
+        named = int(repaired.group(1)) if repaired else None
     row.named = str(named or "")
-    lines = _lines_named(row.cause, spec.filename)
-    row.localized = named == edit.line or (named is None and edit.line in lines[:1])
+    row.localized = named == edit.line
     row.wrong_lead = named is not None and named != edit.line
+    found = re.search(r"repair (\d+) of", diagnosis.evidence if diagnosis is not None else "")
+    row.rank = int(found.group(1)) if found else 0
     return row
-
-
-def _lines_named(text: str, filename: str) -> list[int]:
-    return [int(n) for n in re.findall(rf"{re.escape(filename)}:(\d+)", text)]
 
 
 def _equivalent(original: KernelSpec, mutant: KernelSpec, edit: edits.Edit) -> str:
