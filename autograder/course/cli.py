@@ -668,7 +668,7 @@ def _mutants(args) -> int:
         chosen = args.steps or [s.id for s in registry.STEPS if s.is_cuda and s.id <= "09"]
         kernels = mutants.step_kernels(chosen)
     rows = mutants.run(kernels, args.backend, args.jobs or mutants.default_jobs(), args.sample)
-    out = args.out or mutants.DATA / f"mutants_{args.backend}.csv"
+    out = args.out or mutants.default_path(args.backend, bool(args.others))
     mutants.write(rows, out)
     print(mutants.table(rows))
     print(f"rows: {out}")

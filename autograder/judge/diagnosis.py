@@ -260,8 +260,8 @@ def _grouped(failing: list, found: Diagnosis | None, where) -> list[tuple[Diagno
         if found is not None and key[0] == found.kind:
             out.append((found, group))
             continue
-        kind = key[0]
-        out.append((Diagnosis(kind, _sentence(first.message), key[2] or None), group))
+        # A fault's line is where the access was, not where the mistake is: no line.
+        out.append((Diagnosis(key[0], _sentence(first.message)), group))
     return out
 
 

@@ -134,11 +134,18 @@ class Kernel:
     lines: tuple[int, int] | None  # the learner's lines to change (inclusive), or all
     scopes: dict = field(default_factory=dict)  # node id -> tuple of Symbols visible there
     functions: dict = field(default_factory=dict)  # node id -> the enclosing function's start
+    multipliers: set = field(default_factory=set)  # names the kernel multiplies by somewhere
 
     @classmethod
     def parse(cls, text: str, lines: tuple[int, int] | None = None) -> Kernel:
         kernel = cls(Source.parse(text), lines)
         kernel._walk(kernel.source.root, [], -1, [])
+        kernel.multipliers = {
+            kernel.text(side) for n in walk(kernel.source.root) if n.type == "binary_expression"
+            and kernel.text(n.child_by_field_name("operator")) == "*"
+            for side in (n.child_by_field_name("left"), n.child_by_field_name("right"))
+            if side.type == "identifier"
+        }  # fmt: skip
         return kernel
 
     # ---- scopes -------------------------------------------------------------------------
@@ -348,15 +355,15 @@ _STATEMENTS = {"expression_statement", "if_statement", "for_statement", "compoun
 
 
 _EXPRESSIONS = {
-    "binary_expression", "parenthesized_expression", "subscript_expression",
-    "subscript_argument_list", "unary_expression", "conditional_expression",
-    "field_expression", "argument_list", "call_expression", "assignment_expression",
+    "binary_expression", "parenthesized_expression", "subscript_expression", "unary_expression",
+    "conditional_expression", "field_expression", "call_expression", "assignment_expression",
     "update_expression", "cast_expression", "pointer_expression", "init_declarator",
 }  # fmt: skip
 
 
 def _context(k: Kernel, node) -> str:
-    """The whole expression (or declarator with its value) a node is part of."""
+    """The whole expression (a declarator with its value, an index, an argument) a node
+    is part of."""
     top = node
     while top.parent is not None and top.parent.type in _EXPRESSIONS:
         top = top.parent
@@ -809,8 +816,6 @@ def _is_sum_site(k: Kernel, node) -> bool:
     if parent.type == "binary_expression" and k.text(parent.child_by_field_name("operator")) in (
         "+", "-", "*", "/", "%"):  # fmt: skip
         return False  # part of a larger arithmetic expression
-    if parent.type == "parenthesized_expression":
-        return False
     if parent.type in ("update_expression",):
         return False
     if parent.type == "assignment_expression" and parent.child_by_field_name("left") == node:
@@ -850,9 +855,10 @@ def _added_factors(k: Kernel, node) -> list[Edit]:
     op = k.text(parent.child_by_field_name("operator"))
     kind = k.kind(node)
     if kind == "int" and op in ("+", "-") and node.type != "subscript_expression":
-        # A factor a kernel leaves out is a tile size, a matrix dimension (a row's stride)
-        # or a block's size.
-        factors = [s.name for s in k.visible(node) if s.kind == "int" and s.role != "local"]
+        # A factor a kernel leaves out is a tile size, a matrix dimension (a row's stride),
+        # a block's size, or a variable the kernel multiplies by elsewhere (warpRow * WM).
+        factors = [s.name for s in k.visible(node) if s.kind == "int" and (
+            s.role != "local" or s.name in k.multipliers)]  # fmt: skip
         factors += ["blockDim.x", "blockDim.y"]
         return [_edit(k, node, f"{k.text(node)} * {f}", "add factor") for f in factors
                 if f != k.text(node)]  # fmt: skip

@@ -503,13 +503,16 @@ def _diagnose(job: Job, outcome: Outcome, scratch) -> None:
     wrong = wrong[:LOCALIZE_FAILING]
     stopped = outcome.stopped and outcome.stopped[0] not in checker.CPU_BUDGET.seconds
     finding = None
+    # A mistake that only the every-term parameters show is looked for in that kernel.
+    spec = job.spec
+    if failing and job.spec.every_term and all(c.under.startswith("at ") for c in failing):
+        spec = job.spec.every_term
     if (wrong or stopped) and job.diagnose and _localizable(job):
-        prepared = outcome.prepared or localize.prepare(
-            job.spec, localize.Hints.of(report.cases, job.spec)
-        )
+        prepared = outcome.prepared if spec is job.spec else None
+        prepared = prepared or localize.prepare(spec, localize.Hints.of(report.cases, spec))
         passing = sorted((c for c in report.cases if c.ok and on_cpu(c)), key=_size)
         finding = localize.localize(
-            job.spec,
+            spec,
             prepared,
             [outcome.stopped] * bool(stopped) + wrong,
             [(c.shape, c.beta) for c in passing[:LOCALIZE_PASSING]],

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import csv
 import json
+from datetime import date
 import os
 import re
 import time
@@ -77,6 +78,7 @@ class Row:
     rank: int = 0  # the place of the first repair that made every case pass; 0: none
     cause: str = ""  # the first cause, as the learner reads it; why a survivor is equivalent
     seconds: float = 0.0
+    where: str = ""  # the device the check ran on, with versions, and the date
 
 
 def step_kernels(steps: list[str]) -> list[Kernel]:
@@ -145,6 +147,7 @@ def judge_one(kernel: Kernel, number: int, edit: edits.Edit, spec: KernelSpec, b
         return row
     finally:
         row.seconds = round(time.perf_counter() - began, 2)
+    row.where = f"{report.device.split(';')[0]}, {date.today().isoformat()}"
     if report.ok:
         why = _equivalent(kernel.spec, spec, edit)
         row.outcome, row.cause = ("equivalent", why) if why else ("survived", "")
@@ -292,6 +295,15 @@ def table(rows: list[Row]) -> str:
             f"{s.share(s.wrong_leads):.1%} | {s.share(s.one_group):.1%} | {s.seconds:.1f} |"
         )
     return "\n".join(lines)
+
+
+def default_path(backend: str, others: bool) -> Path:
+    """book/data/mutants_cpu.csv (mutants_others_cpu.csv for kernels by others); on a
+    GPU, named after it (mutants_h100_80gb_hbm3.csv)."""
+    from ..run import gpu
+
+    where = backend if backend == "cpu" else gpu.slug(gpu.device_info().name)
+    return DATA / f"mutants_{'others_' * others}{where}.csv"
 
 
 def default_jobs() -> int:
