@@ -52,7 +52,8 @@ BUILD_S = 120.0
 EVIDENCE_S = 30.0  # the kernel as written, on the failing cases, in the diagnostic build
 RESTARTS = 3  # children started again after a repair that crashed or hung
 SEARCHES = 2  # children trying repairs side by side
-CAP = 3000  # repairs built into the library at most (the compiler's time grows with them)
+CAP = 1500  # repairs built into the library at most (the compiler's time grows with them)
+AFTER_FOUND = 300  # repairs tried after the first that works, for one on another line
 
 
 @dataclass(frozen=True)
@@ -410,11 +411,16 @@ class _Found:
 
 
 @dataclass(frozen=True)
+class _Confirming:
+    pass
+
+
+@dataclass(frozen=True)
 class _Stopped:
     pass
 
 
-MESSAGES = (_Evidence, _Trying, _Found, _Stopped, Repair, Shape)
+MESSAGES = (_Evidence, _Trying, _Confirming, _Found, _Stopped, Repair, Shape)
 
 
 def _witness(conn, spec, paths, failing, seed, scratch) -> None:
@@ -474,7 +480,8 @@ def _cost(spec: KernelSpec, shape: Shape) -> int:
 # What a repair that gets the failing cases right must get right too: small cases are
 # what a wrong repair can fit (a tile's rows past M are zeros either way), so before it
 # counts, a repair runs cases that fill several tiles in every direction.
-CONFIRM = ((EXACT_SIZE, BETA), (Shape(256, 512, 128), 0.0), (Shape(200, 300, 60), BETA))
+CONFIRM = ((EXACT_SIZE, BETA), (Shape(200, 300, 60), 0.0))
+CONFIRM_S = 60.0  # what the confirming cases may take, beside CANDIDATE_S
 
 
 def _search(conn, spec, path, order, failing, passing, seed, until, scratch) -> None:
@@ -484,14 +491,20 @@ def _search(conn, spec, path, order, failing, passing, seed, until, scratch) -> 
     cases = _cases(failing, passing, seed)
     confirm = _cases([c for c in CONFIRM if c not in failing + passing], [], seed + 1)
     budget = _budget(cases + confirm)
+    stop = len(order)
     for index, (rank, (site, choice, edit)) in enumerate(order):
-        if time.time() > until:
+        if time.time() > until or index >= stop:
             break
         conn.send(_Trying(index))
         configure(site, choice, budget)
-        if all(case.right(launch) for case in cases + confirm):
+        if not all(case.right(launch) for case in cases):
+            continue
+        conn.send(_Confirming())  # bigger cases: the parent waits longer
+        if all(case.right(launch) for case in confirm):
             repair = Repair(edit.line, edit.operator, edit.before, edit.swapped, edit.context, rank)
             conn.send(_Found(repair))
+            # Go on a little, for a repair on another line that would make it ambiguous.
+            stop = min(stop, max(2 * index, index + AFTER_FOUND))
     conn.send(_Stopped())
 
 
@@ -550,6 +563,9 @@ def localize(
         return None
     evidence, wrong = "", True
     failing = sorted(failing, key=lambda c: _cost(spec, c[0]))
+    # Cases that passed keep a repair honest where they are cheap; the confirming cases
+    # (CONFIRM) do the rest.
+    passing = [c for c in passing if _cost(spec, c[0]) <= _cost(spec, EXACT_SIZE)]
     paths = (built.diagnose, built.variants)
     with Child(_witness, spec, paths, failing, seed, scratch, messages=MESSAGES) as child:
         message = child.receive(EVIDENCE_S, "running the kernel in the diagnostic build")
@@ -579,14 +595,17 @@ def _search_part(order, spec, path, failing, passing, seed, until, scratch):
     that crashed its child or looped past CANDIDATE_S; (repairs found, repairs tried)."""
     found, start, tried = [], 0, 0
     for _ in range(RESTARTS + 1):
-        current = None
+        current, timeout = None, CANDIDATE_S
         arguments = (spec, path, order[start:], failing, passing, seed, until, scratch)
         with Child(_search, *arguments, messages=MESSAGES) as child:
             while True:
-                message = child.receive(CANDIDATE_S, "trying repairs")
+                message = child.receive(timeout, "trying repairs")
+                timeout = CANDIDATE_S
                 if isinstance(message, _Trying):
                     current = start + message.index
                     tried = current + 1
+                elif isinstance(message, _Confirming):
+                    timeout = CONFIRM_S
                 elif isinstance(message, _Found):
                     found.append(message.repair)
                 elif isinstance(message, _Stopped):
