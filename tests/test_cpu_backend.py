@@ -165,3 +165,16 @@ def test_constructs_beyond_the_ladder_run_correctly():
     )
     report = check(spec, shapes=SMALL + MEDIUM)
     assert report.ok, str(report)
+
+
+def test_one_kernel_built_by_several_threads_at_once_builds_for_each(tmp_path, monkeypatch):
+    # The localizer builds in a thread while a check run again builds in another: with
+    # files named by the process alone, one thread's rename took the other's library.
+    from concurrent.futures import ThreadPoolExecutor
+
+    monkeypatch.setattr(cpu, "CACHE", tmp_path)
+    spec = KernelSpec.from_step(registry.step("01"))
+    with ThreadPoolExecutor(4) as pool:
+        libraries = list(pool.map(lambda _: cpu.build(spec), range(4)))
+    assert len(set(libraries)) == 1 and libraries[0].exists()
+    assert [p.name for p in tmp_path.iterdir()] == [libraries[0].name]  # nothing left over

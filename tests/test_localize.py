@@ -99,6 +99,27 @@ def test_a_division_by_zero_fails_its_launch_not_the_process():
     assert "divided an integer by zero" in said, str(report)
 
 
+def _prepared_in(conn, spec):
+    conn.send(localize.prepare(spec, localize.Hints()).result(timeout=120) is not None)
+
+
+def test_a_child_forked_after_a_build_builds_too():
+    # A grader forked from a process that had built once (a class's workers, a test's)
+    # waited for ever on a build handed to a thread that had not come with the fork.
+    import multiprocessing
+
+    spec = KernelSpec.from_step(registry.step("02"))
+    assert localize.prepare(spec, localize.Hints()).result() is not None
+    fork = multiprocessing.get_context("fork")
+    parent, child = fork.Pipe()
+    process = fork.Process(target=_prepared_in, args=(child, spec))
+    process.start()
+    built = parent.recv() if parent.poll(150) else None
+    process.kill()
+    process.join()
+    assert built, "the forked child's build never ran"
+
+
 @pytest.mark.parametrize("build", ["diagnose", "variants"])
 @pytest.mark.parametrize("step", [s for s in registry.STEPS if s.id <= "08" and s.is_cuda],
                          ids=lambda s: s.name)  # fmt: skip

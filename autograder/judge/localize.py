@@ -25,6 +25,7 @@ import difflib
 import os
 import re
 import time
+from concurrent import futures
 from concurrent.futures import Future, ThreadPoolExecutor
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -46,9 +47,11 @@ from .checker import (
     _padded, elementwise_tolerance,
 )  # fmt: skip
 
-SEARCH_S = 4.0  # seconds of repairs tried, after the build
+# Seconds of repairs tried, after the build: a learner waits for them, so the most
+# likely are tried first. SGEMM_LOCALIZE_S sets another (a test on a loaded machine).
+SEARCH_S = 4.0
 CANDIDATE_S = 2.0  # one repair's runs, before it is taken for an endless loop
-BUILD_S = 120.0
+PREPARE_S = 600.0  # the two libraries' builds (the repairs' library's up to five times)
 EVIDENCE_S = 30.0  # the kernel as written, on the failing cases, in the diagnostic build
 RESTARTS = 3  # children started again after a repair that crashed or hung
 SEARCHES = 2  # children trying repairs side by side
@@ -294,10 +297,13 @@ def prepare(spec: KernelSpec, hints: Hints) -> Future:
     """build(spec, hints) started in the background (the compiler runs in processes of
     its own): the caller goes on checking cases meanwhile. Its result is None where the
     CPU backend cannot build the kernel here."""
-    return _BUILDS.submit(_built_or_none, spec, hints)
-
-
-_BUILDS = ThreadPoolExecutor(1)
+    # An executor of its own, whose thread ends with the build: one shared by the whole
+    # process would, in a child forked from it, take builds that no thread ever runs.
+    pool = ThreadPoolExecutor(1)
+    try:
+        return pool.submit(_built_or_none, spec, hints)
+    finally:
+        pool.shutdown(wait=False)
 
 
 def _built_or_none(spec: KernelSpec, hints: Hints) -> Built | None:
@@ -558,7 +564,10 @@ def localize(
     the repairs (prepare's) that make them and the passing ones right; None where the
     CPU backend cannot run the kernel here (no compiler, a construct it lacks)."""
     began = time.monotonic()
-    built = prepared.result()
+    try:
+        built = prepared.result(timeout=PREPARE_S)
+    except futures.TimeoutError:  # TimeoutError itself from Python 3.11
+        return None  # the verdicts stand without a line
     if built is None:
         return None
     evidence, wrong = "", True
@@ -576,7 +585,7 @@ def localize(
     if not wrong:
         return Finding(evidence, wrong, (), 0, 0, time.monotonic() - began)
     order = _order(built.text, built.candidates, built.hints, evidence, spec)
-    until = time.time() + SEARCH_S
+    until = time.time() + float(os.environ.get("SGEMM_LOCALIZE_S", SEARCH_S))
     searches = max(1, min(SEARCHES, os.cpu_count() or 1))
     found, tried = [], 0
     with ThreadPoolExecutor(searches) as pool:

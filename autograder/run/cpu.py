@@ -19,6 +19,7 @@ import os
 import re
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -262,12 +263,16 @@ def build(spec: KernelSpec, kind: str = "normal", source: str | None = None) -> 
     if library.exists():
         return library
     CACHE.mkdir(parents=True, exist_ok=True)
-    # Per process, the source as well as the library: two processes building the same
-    # kernel at once (a class graded on several workers, tests run in parallel) must not
-    # compile a file the other is still writing.
-    source_path = library.with_suffix(f".{os.getpid()}.cpp")
-    source_path.write_text(cpp)
-    partial = library.with_suffix(f".{os.getpid()}.tmp")
+    # A name of its own for each build, the source as well as the library: two builds of
+    # one kernel at once (a class graded on several workers, or two threads of one
+    # process: the localizer's and a check run again) must not touch each other's files.
+    fd, name = tempfile.mkstemp(suffix=".cpp", prefix=library.stem + ".", dir=CACHE)
+    source_path = Path(name)
+    with os.fdopen(fd, "w") as f:
+        f.write(cpp)
+    fd, name = tempfile.mkstemp(suffix=".tmp", prefix=library.stem + ".", dir=CACHE)
+    os.close(fd)
+    partial = Path(name)
     try:
         result = subprocess.run(
             [cxx, *flags, "-I", str(RUNTIME.parent), str(source_path), "-o", str(partial)],
@@ -278,7 +283,9 @@ def build(spec: KernelSpec, kind: str = "normal", source: str | None = None) -> 
     finally:
         source_path.unlink(missing_ok=True)
     if result.returncode:
+        partial.unlink(missing_ok=True)
         raise UnsupportedOnCpu(_untranslatable(result.stderr, spec.filename), result.stderr)
+    partial.chmod(0o755)  # mkstemp's file is its owner's alone; the confined child loads it
     partial.replace(library)  # atomic: a concurrent build never sees half a library
     return library
 
