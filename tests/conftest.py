@@ -20,6 +20,7 @@ ALONE = {
     "test_grade",
     "test_grade_every_step",
     "test_localize",
+    "test_mutants",
     "test_nbgrader_pipeline",
     "test_notebooks_execute",
 }

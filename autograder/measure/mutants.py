@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import csv
 import json
+import multiprocessing
 from datetime import date
 import os
 import re
@@ -186,7 +187,23 @@ def _equivalent(original: KernelSpec, mutant: KernelSpec, edit: edits.Edit) -> s
             return f"{old} and {new} are both {values[old]} at this kernel's parameters"
     if _same_code(original, mutant):
         return "compiles to the same PTX as the kernel"
-    return ""
+    mutated = " ".join(mutant.source.splitlines()[edit.line - 1].split())
+    return _judged().get((original.filename, edit.line, mutated), "")
+
+
+# Survivors that the rules above cannot show equivalent, each read by a person, with why
+# it computes what the kernel computes (a loop that runs once, loads only reordered).
+JUDGED = DATA / "mutants_judged.csv"
+
+
+def _judged() -> dict[tuple[str, int, str], str]:
+    """(file, line, the mutant's line as it reads) -> why; a kernel changed since makes
+    its rows match nothing, so each is judged again."""
+    if not JUDGED.exists():
+        return {}
+    with open(JUDGED, newline="") as f:
+        return {(r["file"], int(r["line"]), r["mutated"]): f"judged: {r['why']}"
+                for r in csv.DictReader(f)}  # fmt: skip
 
 
 def _same_code(original: KernelSpec, mutant: KernelSpec) -> bool:
@@ -212,7 +229,10 @@ def run(kernels: list[Kernel], backend: str, jobs: int, sample: int = 0, seed: i
         if sample and len(mutants) > sample:
             mutants = [mutants[i * len(mutants) // sample] for i in range(sample)]
         work += [(kernel, n, e, s) for n, (e, s) in enumerate(mutants)]
-    with ProcessPoolExecutor(jobs) as pool:
+    # Never fork: the caller may hold threads (the localizer's builds), whose locks a
+    # forked child would find taken for ever.
+    context = multiprocessing.get_context("forkserver" if os.name == "posix" else "spawn")
+    with ProcessPoolExecutor(jobs, mp_context=context) as pool:
         futures = [pool.submit(judge_one, k, n, e, s, backend, seed) for k, n, e, s in work]
         return [f.result() for f in futures]
 

@@ -1,0 +1,83 @@
+"""The checker's feedback measured on mutants (autograder.measure.mutants).
+
+A sample of every step's single-point mutants runs through the harness here, as
+the full population does in `python -m autograder mutants` (the committed table in
+the README is that run's): every one not equivalent must fail, and most must name
+the line that was changed, none another line, with one cause each. The README's
+tables must be what the committed rows say.
+"""
+
+import re
+from pathlib import Path
+
+import pytest
+
+from autograder.measure import mutants
+
+ROOT = Path(__file__).resolve().parent.parent
+BLOCK = re.compile(r"<!-- mutants:begin (\S+) -->\n(.*?)\n<!-- mutants:end -->", re.DOTALL)
+# Two mutants of each step's exercise region, the same every run (spread over its rules).
+STEPS = ["02", "03", "04", "05", "06", "07", "08"]
+
+
+@pytest.fixture(scope="module")
+def rows(tmp_path_factory):
+    # The search for a line gets more time than a learner's 4 s: beside the other tests,
+    # on CI's two cores, a check here runs several times slower than alone.
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("SGEMM_LOCALIZE_S", "20")
+        return mutants.run(mutants.step_kernels(STEPS), "cpu", jobs=1, sample=2)
+
+
+def test_every_mutant_of_the_sample_fails_unless_it_is_equivalent(rows):
+    alive = [r for r in rows if r.outcome == "survived"]
+    assert not alive, [(r.kernel, r.line, r.rule, r.before, r.after) for r in alive]
+    assert all(r.cause for r in rows if r.outcome == "equivalent")  # with its reason
+
+
+def test_most_mutants_name_their_line_and_none_another(rows):
+    killed = [r for r in rows if r.outcome == "killed"]
+    wrong = [(r.kernel, r.line, r.named, r.cause) for r in killed if r.wrong_lead]
+    assert not wrong, wrong
+    found = sum(r.localized for r in killed)
+    assert found >= 0.75 * len(killed), [(r.kernel, r.line, r.rule, r.cause) for r in killed
+                                          if not r.localized]  # fmt: skip
+
+
+def test_one_mutant_gives_one_cause(rows):
+    killed = [r for r in rows if r.outcome == "killed"]
+    assert all(r.groups == 1 for r in killed), [(r.kernel, r.line, r.cause) for r in killed
+                                                 if r.groups != 1]  # fmt: skip
+
+
+def test_the_rows_survive_a_round_trip(rows, tmp_path):
+    mutants.write(rows, tmp_path / "rows.csv")
+    assert mutants.read(tmp_path / "rows.csv") == rows
+
+
+def test_the_readmes_tables_are_the_committed_rows():
+    readme = (ROOT / "README.md").read_text()
+    blocks = BLOCK.findall(readme)
+    assert blocks, "the README has no <!-- mutants:begin CSV --> block"
+    for path, shown in blocks:
+        expected = mutants.table(mutants.read(ROOT / path))
+        assert shown == expected, (
+            f"the README's table for {path} differs from its rows; paste the output of\n"
+            f'python -c "from autograder.measure import mutants; '
+            f"print(mutants.table(mutants.read(__import__('pathlib').Path('{path}'))))\""
+        )
+
+
+def test_every_survivor_judged_by_hand_is_still_a_mutant_of_its_kernel():
+    # A kernel changed since its survivors were read voids their judgement: the row
+    # must then be read again (or removed), not left to match nothing.
+    import csv
+
+    with open(mutants.JUDGED, newline="") as f:
+        judged = list(csv.DictReader(f))
+    kernels = {k.spec.filename: k for k in mutants.step_kernels(STEPS + ["09"])}
+    for row in judged:
+        kernel = kernels[row["file"]]
+        lines = {" ".join(spec.source.splitlines()[int(row["line"]) - 1].split())
+                 for e, spec in mutants.mutants_of(kernel) if e.line == int(row["line"])}  # fmt: skip
+        assert row["mutated"] in lines, row
