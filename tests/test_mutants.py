@@ -12,12 +12,14 @@ from pathlib import Path
 
 import pytest
 
+from autograder.course.assignments import assignment
 from autograder.measure import mutants
 
 ROOT = Path(__file__).resolve().parent.parent
 BLOCK = re.compile(r"<!-- mutants:begin (\S+) -->\n(.*?)\n<!-- mutants:end -->", re.DOTALL)
 # Two mutants of each step's exercise region, the same every run (spread over its rules).
 STEPS = ["02", "03", "04", "05", "06", "07", "08"]
+REGIONS = lambda name: assignment(name).regions  # noqa: E731
 
 
 @pytest.fixture(scope="module")
@@ -26,7 +28,7 @@ def rows(tmp_path_factory):
     # on CI's two cores, a check here runs several times slower than alone.
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("SGEMM_LOCALIZE_S", "20")
-        return mutants.run(mutants.step_kernels(STEPS), "cpu", jobs=1, sample=2)
+        return mutants.run(mutants.step_kernels(STEPS, REGIONS), "cpu", jobs=1, sample=2)
 
 
 def test_every_mutant_of_the_sample_fails_unless_it_is_equivalent(rows):
@@ -75,7 +77,7 @@ def test_every_survivor_judged_by_hand_is_still_a_mutant_of_its_kernel():
 
     with open(mutants.JUDGED, newline="") as f:
         judged = list(csv.DictReader(f))
-    kernels = {k.spec.filename: k for k in mutants.step_kernels(STEPS + ["09"])}
+    kernels = {k.spec.filename: k for k in mutants.step_kernels(STEPS + ["09"], REGIONS)}
     for row in judged:
         kernel = kernels[row["file"]]
         lines = {" ".join(spec.source.splitlines()[int(row["line"]) - 1].split())

@@ -22,7 +22,7 @@ from ..run import backends, compiler, gpu
 from ..run.backends import BackendUnavailable
 from ..run.device_clock import HoldFailed, Throttled
 from ..run.kernel import SpecError, from_file, global_kernels, resolve
-from .assignments import ASSIGNMENTS
+from .assignments import ASSIGNMENTS, assignment
 
 OK, WRONG, UNUSABLE = 0, 1, 2
 ARCHS = ("sm_75", "sm_80", "sm_86", "sm_89", "sm_90")
@@ -666,7 +666,7 @@ def _mutants(args) -> int:
         kernels = mutants.other_kernels(args.others)
     else:
         chosen = args.steps or [s.id for s in registry.STEPS if s.is_cuda and s.id <= "09"]
-        kernels = mutants.step_kernels(chosen)
+        kernels = mutants.step_kernels(chosen, lambda name: assignment(name).regions)
     rows = mutants.run(kernels, args.backend, args.jobs or mutants.default_jobs(), args.sample)
     out = args.out or mutants.default_path(args.backend, bool(args.others))
     mutants.write(rows, out)

@@ -24,13 +24,14 @@ from __future__ import annotations
 import csv
 import json
 import multiprocessing
-from datetime import date
 import os
 import re
 import time
 from collections import Counter
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, fields, replace
+from datetime import date
 from pathlib import Path
 
 from ..judge import check, edits
@@ -82,18 +83,17 @@ class Row:
     where: str = ""  # the device the check ran on, with versions, and the date
 
 
-def step_kernels(steps: list[str]) -> list[Kernel]:
-    """The course's steps, each with the region its exercise asks a learner to write."""
-    from ..course.assignments import assignment
-
+def step_kernels(steps: list[str], regions: Callable[[str], list[str]]) -> list[Kernel]:
+    """The course's steps, each with the part its exercise asks a learner to write:
+    regions(step's name) names its anchors (the course's assignments know them)."""
     found = []
     for name in steps:
         step = registry.step(name)
         spec = KernelSpec.from_step(step)
-        regions = assignment(step.name).regions
+        regions_of_step = regions(step.name)
         lines = spec.source.splitlines()
         spans = []
-        for region in regions:
+        for region in regions_of_step:
             first = next(i for i, t in enumerate(lines, 1) if _anchor(t) == region)
             last = next(i for i, t in enumerate(lines, 1) if _anchor(t) == f"{region}-end")
             spans.append((first, last))
