@@ -89,6 +89,16 @@ def test_an_index_past_the_end_of_a_threads_own_array_is_named():
     assert "05_blocktiling_2d.cu:60" in said, said
 
 
+def test_a_bound_that_a_guard_elsewhere_would_hide_is_still_named():
+    # `m <= TM` reads regM[8]; a condition added to the inner loop (n < TN && m < TM)
+    # repairs it too, but only the bound's changed token is no addition.
+    spec = planted("05", "      for (int m = 0; m < TM; ++m) {\n#pragma unroll",
+                   "      for (int m = 0; m <= TM; ++m) {\n#pragma unroll")  # fmt: skip
+    causes = by_cause(check(spec).cases)
+    assert len(causes) == 1 and causes[0].diagnosis.line == 63, str(causes)
+    assert "`m <= TM` at 05_blocktiling_2d.cu:63 is off by one" in str(causes[0])
+
+
 def test_a_division_by_zero_fails_its_launch_not_the_process():
     # K / (K + 1) is 0, which the compiler cannot know.
     spec = planted("01", "acc += A[row * K + k] * B[k * N + col];",
