@@ -362,6 +362,7 @@ def _parser() -> argparse.ArgumentParser:
     m.add_argument("--sample", type=int, default=0, metavar="N", help="N mutants of each kernel, spread evenly (default: all)")
     m.add_argument("--jobs", type=int, default=0, metavar="J", help="mutants checked side by side (default: half the cores)")
     m.add_argument("--out", type=Path, metavar="CSV", help="where to write the rows (default: book/data/mutants_<backend>.csv)")
+    m.add_argument("--judge", action="store_true", help="check nothing: judge the survivors of --out's rows again, after book/data/mutants_judged.csv gained rows")
     n = sub.add_parser(
         "notebooks",
         help="rebuild the exercise notebooks (instructors)",
@@ -667,8 +668,11 @@ def _mutants(args) -> int:
     else:
         chosen = args.steps or [s.id for s in registry.STEPS if s.is_cuda and s.id <= "09"]
         kernels = mutants.step_kernels(chosen, lambda name: assignment(name).regions)
-    rows = mutants.run(kernels, args.backend, args.jobs or mutants.default_jobs(), args.sample)
     out = args.out or mutants.default_path(args.backend, bool(args.others))
+    if args.judge:
+        rows = mutants.judge_survivors(mutants.read(out), kernels)
+    else:
+        rows = mutants.run(kernels, args.backend, args.jobs or mutants.default_jobs(), args.sample)
     mutants.write(rows, out)
     print(mutants.table(rows))
     print(f"rows: {out}")

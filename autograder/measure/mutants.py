@@ -138,8 +138,7 @@ def mutants_of(kernel: Kernel) -> list[tuple[edits.Edit, KernelSpec]]:
 def judge_one(kernel: Kernel, number: int, edit: edits.Edit, spec: KernelSpec, backend: str,
               seed: int) -> Row:  # fmt: skip
     """Check one mutant and say what a learner would read."""
-    row = Row(kernel.name, number, edit.line, edit.operator, " ".join(edit.before.split())[:80],
-              " ".join(edit.text.split())[:80])  # fmt: skip
+    row = Row(kernel.name, number, edit.line, edit.operator, _shown(edit.before), _shown(edit.text))
     began = time.perf_counter()
     try:
         report = check(spec, shapes=kernel.shapes, seed=seed, backend=backend)
@@ -170,6 +169,29 @@ def judge_one(kernel: Kernel, number: int, edit: edits.Edit, spec: KernelSpec, b
     found = re.search(r"repair (\d+) of", diagnosis.evidence if diagnosis is not None else "")
     row.rank = int(found.group(1)) if found else 0
     return row
+
+
+def judge_survivors(rows: list[Row], kernels: list[Kernel]) -> list[Row]:
+    """The rows, each survivor judged again (after a person has read it and added a row
+    to JUDGED): its checks passed, so only whether it is shown equivalent can change."""
+    by_kernel = {k.name: k for k in kernels}
+    for row in rows:
+        if row.outcome != "survived" or row.kernel not in by_kernel:
+            continue
+        kernel = by_kernel[row.kernel]
+        for edit, spec in mutants_of(kernel):
+            if (edit.line, edit.operator, _shown(edit.before), _shown(edit.text)) == (
+                row.line, row.rule, row.before, row.after
+            ):
+                if why := _equivalent(kernel.spec, spec, edit):
+                    row.outcome, row.cause = "equivalent", why
+                break
+    return rows
+
+
+def _shown(text: str) -> str:
+    """A mutant's text as its row keeps it: on one line, at most 80 characters."""
+    return " ".join(text.split())[:80]
 
 
 def _equivalent(original: KernelSpec, mutant: KernelSpec, edit: edits.Edit) -> str:
