@@ -91,7 +91,7 @@ def test_an_index_past_the_end_of_a_threads_own_array_is_named():
 
 def test_a_bound_that_a_guard_elsewhere_would_hide_is_still_named():
     # `m <= TM` reads regM[8]; a condition added to the inner loop (n < TN && m < TM)
-    # repairs it too, but only the bound's changed token is no addition.
+    # repairs it too, but a guard only hides the bound that line 63 gets wrong.
     spec = planted("05", "      for (int m = 0; m < TM; ++m) {\n#pragma unroll",
                    "      for (int m = 0; m <= TM; ++m) {\n#pragma unroll")  # fmt: skip
     causes = by_cause(check(spec).cases)

@@ -83,22 +83,18 @@ def diagnose(cases: list, finding: Finding | None, filename: str) -> list[tuple[
 def _confirmed(finding: Finding | None) -> tuple[Repair, ...]:
     """The repairs that confirm where the mistake is: all of them, when they lie on one
     line; or when each adds a barrier (a barrier missing, which several places would
-    fix: the message lists them); or those of the one line where a repair changes what
-    is written, when every repair elsewhere only adds code (a guard added around an
-    index past its array hides the wrong bound that a changed token repairs)."""
+    fix: the message lists them); or those of the one line where a repair is no guard,
+    when every repair elsewhere only adds a guard (a condition added around an index
+    past its array hides the wrong bound that the mistake's own line repairs)."""
     if finding is None or not finding.repairs:
         return ()
     lines = {r.line for r in finding.repairs}
     if len(lines) == 1 or all(r.operator == "add barrier" for r in finding.repairs):
         return finding.repairs
-    changing = {r.line for r in finding.repairs if r.operator not in _ADDING}
-    if len(changing) == 1:
-        return tuple(r for r in finding.repairs if r.line in changing)
+    unguarded = {r.line for r in finding.repairs if r.operator != "add condition"}
+    if len(unguarded) == 1:
+        return tuple(r for r in finding.repairs if r.line in unguarded)
     return ()
-
-
-# Rules whose repairs only add code to what the learner wrote.
-_ADDING = {"add condition", "add term", "add factor", "add barrier", "add initial value"}
 
 
 def _line(confirmed) -> int | None:
