@@ -178,3 +178,11 @@ def test_one_kernel_built_by_several_threads_at_once_builds_for_each(tmp_path, m
         libraries = list(pool.map(lambda _: cpu.build(spec), range(4)))
     assert len(set(libraries)) == 1 and libraries[0].exists()
     assert [p.name for p in tmp_path.iterdir()] == [libraries[0].name]  # nothing left over
+
+
+@pytest.mark.parametrize("value", ["{0.f}", "{}", "{{0.0f}}"])
+def test_a_threads_own_array_takes_any_initializer_cuda_does(value):
+    # `float acc[TM][TN] = {0.f};` (inner braces left out) once failed to build here.
+    spec = planted("05", "float acc[TM][TN] = {{0.0f}};", f"float acc[TM][TN] = {value};")
+    report = judge.check(spec, shapes=SMALL, backend="cpu")
+    assert report.ok, str(report)

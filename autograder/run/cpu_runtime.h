@@ -30,6 +30,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <initializer_list>
 #include <algorithm>
 #include <atomic>
 #include <memory>
@@ -705,6 +706,13 @@ struct bounded {
   }
   bounded(const char* name, const char* file, int line, const A& value) {
     std::memcpy(&data, &value, sizeof(A));
+    info.describe<A>(name, true, file, line);
+  }
+  // A list with its inner braces left out (`float acc[8][8] = {0.f};`), which C++
+  // allows only where it initializes the array itself: the values in order, then zeros.
+  bounded(const char* name, const char* file, int line, std::initializer_list<T> values) {
+    std::memset(&data, 0, sizeof(A));
+    std::copy_n(values.begin(), std::min(values.size(), sizeof(A) / sizeof(T)), (T*)&data);
     info.describe<A>(name, true, file, line);
   }
   bounded(const bounded&) = delete;
