@@ -61,7 +61,8 @@ def test_every_survivor_judged_by_hand_is_still_a_mutant_of_its_kernel():
     with open(mutants.JUDGED, newline="") as f:
         judged = list(csv.DictReader(f))
     kernels = {k.spec.filename: k for k in mutants.step_kernels(STEPS + ["09"], REGIONS)}
-    for row in judged:
+    # Rows for kernels by others are read where their sources are (never in the repository).
+    for row in (r for r in judged if r["file"] in kernels):
         kernel = kernels[row["file"]]
         lines = {" ".join(spec.source.splitlines()[int(row["line"]) - 1].split())
                  for e, spec in mutants.mutants_of(kernel) if e.line == int(row["line"])}  # fmt: skip

@@ -1,27 +1,30 @@
-"""The README shows measured numbers only as bench renders them from the committed data."""
+"""The README shows measured numbers only as the project renders them from the committed
+data: bench's timings, and the mutants' table of how well the feedback finds a mistake."""
 
 import re
 from pathlib import Path
 
-from autograder.measure import bench
+import pytest
+
+from autograder.measure import bench, mutants
 
 ROOT = Path(__file__).resolve().parent.parent
-BLOCK = re.compile(
-    r"<!-- bench:begin (\S+) -->\n```text\n(.*?)\n```\n<!-- bench:end -->", re.DOTALL
-)
+# Each kind of block, and what its data file renders to.
+RENDER = {
+    "bench": lambda path: "```text\n" + bench.table(bench.read_csv(path)) + "\n```\n",
+    "mutants": lambda path: mutants.table(mutants.read(path)) + "\n",
+}
 
 
-def test_readme_benchmark_tables_match_the_committed_csv():
+@pytest.mark.parametrize("kind", RENDER)
+def test_readme_tables_are_what_the_committed_data_renders(kind):
     readme = (ROOT / "README.md").read_text()
-    blocks = BLOCK.findall(readme)
-    assert blocks, "the README has no <!-- bench:begin CSV --> block"
-    for csv_path, shown in blocks:
-        expected = bench.table(bench.read_csv(ROOT / csv_path))
-        assert shown == expected, (
-            f"the README's table for {csv_path} differs from the data; paste the output of\n"
-            'python -c "from autograder.measure import bench; '
-            f"print(bench.table(bench.read_csv('{csv_path}')))\""
-        )
+    block = re.compile(rf"<!-- {kind}:begin (\S+) -->\n(.*?)<!-- {kind}:end -->", re.DOTALL)
+    blocks = block.findall(readme)
+    assert blocks, f"the README has no <!-- {kind}:begin FILE --> block"
+    for path, shown in blocks:
+        expected = RENDER[kind](ROOT / path)
+        assert shown == expected, f"the README's block for {path} should read:\n{expected}"
 
 
 def test_readme_test_command_is_the_one_ci_runs():
