@@ -174,18 +174,18 @@ def judge_one(kernel: Kernel, number: int, edit: edits.Edit, spec: KernelSpec, b
 def judge_survivors(rows: list[Row], kernels: list[Kernel]) -> list[Row]:
     """The rows, each survivor judged again (after a person has read it and added a row
     to JUDGED): its checks passed, so only whether it is shown equivalent can change."""
-    by_kernel = {k.name: k for k in kernels}
+    # Each kernel's mutants made once, found by what a row keeps of them.
+    found = {
+        (k.name, e.line, e.operator, _shown(e.before), _shown(e.text)): (k, e, spec)
+        for k in kernels if any(r.kernel == k.name and r.outcome == "survived" for r in rows)
+        for e, spec in mutants_of(k)
+    }  # fmt: skip
     for row in rows:
-        if row.outcome != "survived" or row.kernel not in by_kernel:
-            continue
-        kernel = by_kernel[row.kernel]
-        for edit, spec in mutants_of(kernel):
-            if (edit.line, edit.operator, _shown(edit.before), _shown(edit.text)) == (
-                row.line, row.rule, row.before, row.after
-            ):
-                if why := _equivalent(kernel.spec, spec, edit):
-                    row.outcome, row.cause = "equivalent", why
-                break
+        mutant = found.get((row.kernel, row.line, row.rule, row.before, row.after))
+        if row.outcome == "survived" and mutant:
+            kernel, edit, spec = mutant
+            if why := _equivalent(kernel.spec, spec, edit):
+                row.outcome, row.cause = "equivalent", why
     return rows
 
 
