@@ -113,10 +113,12 @@ _POINTER = re.compile(
     r"short|long|size_t)\s*\*"
 )
 _VOID_POINTER = re.compile(r"\b(?:const\s+|volatile\s+)*void\s*\*")
+_DECLARATOR = r"\w+(?:\s*\[[^\];]+\])*"
 _SHARED = re.compile(
-    r"(?<!extern )__shared__\s+((?:__align__\(\d+\)\s+)*)([\w:]+)\s+(\w+)"
-    r"((?:\s*\[[^\];]+\])*)\s*;"
+    rf"(?<!extern )__shared__\s+((?:__align__\(\d+\)\s+)*)([\w:]+)\s+"
+    rf"({_DECLARATOR}(?:\s*,\s*{_DECLARATOR})*)\s*;"
 )
+_NAME_AND_DIMS = re.compile(r"(\w+)((?:\s*\[[^\];]+\])*)")
 _EXTERN_SHARED = re.compile(
     r"extern\s+__shared__\s+(?:__align__\(\d+\)\s+)*([\w:]+)\s+(\w+)"
     r"\s*\[\s*\]\s*;"
@@ -128,8 +130,15 @@ _EXTERN_SHARED = re.compile(
 _CHECKED_SHARED = {"float", "double"}
 
 
-def _shared_array(m: re.Match) -> str:
-    align, kind, name, dims = m.groups()
+def _shared_arrays(m: re.Match) -> str:
+    """Each array of a __shared__ declaration (`__shared__ float As[8], Bs[8];`)."""
+    align, kind, declarators = m.groups()
+    return " ".join(
+        _shared_array(align, kind, *d.groups()) for d in _NAME_AND_DIMS.finditer(declarators)
+    )
+
+
+def _shared_array(align: str, kind: str, name: str, dims: str) -> str:
     if kind in _CHECKED_SHARED and dims.strip() and dims.count("[") <= 4:
         return (
             f"static __cpu::shared_array<{kind}{dims}> __cpu_{name}[__cpu::MAX_WORKERS]; "
@@ -189,7 +198,7 @@ def translate(
     code = _own_floats(source, build)
     code = code.replace("reinterpret_cast<", "__cpu::cast<")
     code = _EXTERN_SHARED.sub(r"__cpu::ptr<\1> \2 = __cpu::dynamic_shared<\1>();", code)
-    code = _SHARED.sub(_shared_array, code)
+    code = _SHARED.sub(_shared_arrays, code)
     code = _VOID_POINTER.sub("__cpu::vptr ", code)
     code = _POINTER.sub(lambda m: f"__cpu::ptr<{m.group(1)}{m.group(2)}> ", code)
     parameters, arguments, checked = [], [], []
