@@ -351,7 +351,10 @@ def _changeable(node) -> bool:
 # ---- the rules --------------------------------------------------------------------------------
 
 
-_STATEMENTS = {"expression_statement", "if_statement", "for_statement", "compound_statement"}
+_STATEMENTS = {
+    "expression_statement", "if_statement", "for_statement", "while_statement", "do_statement",
+    "compound_statement",
+}  # fmt: skip
 
 
 _EXPRESSIONS = {
@@ -560,8 +563,7 @@ def _statements(k: Kernel) -> list:
     dropped, or a barrier added before."""
     found = []
     for node in k.nodes():
-        if node.type in ("expression_statement", "if_statement", "for_statement",
-                         "while_statement", "do_statement") and (
+        if node.type in _STATEMENTS - {"compound_statement"} and (
             node.parent is not None and node.parent.type in ("compound_statement", "for_statement",
                                                               "if_statement", "else_clause")
         ):  # fmt: skip
@@ -795,7 +797,7 @@ def _ints_here(k: Kernel, node) -> set[str]:
     visible: dict[str, Symbol] = {}
     for symbol in k.visible(node):
         visible[symbol.name] = symbol
-    return {name for name, s in visible.items() if s.kind == "int"} | set(BUILTINS) | {"x", "y"}
+    return {name for name, s in visible.items() if s.kind == "int"} | set(BUILTINS)
 
 
 def _identifiers_in(k: Kernel, node) -> set[str]:
@@ -832,7 +834,8 @@ def _added_terms(k: Kernel, node, terms) -> list[Edit]:
     own = re.sub(r"\s+", " ", k.text(node))
     found = []
     for term in terms:
-        if set(re.findall(r"[A-Za-z_]\w*", term)) <= names and term != own:
+        # The names a term is made of (the x of threadIdx.x is a field, not a name).
+        if set(re.findall(r"(?<![.\w])[A-Za-z_]\w*", term)) <= names and term != own:
             found.append(_edit(k, node, f"({k.text(node)}) + ({term})", "add term"))
     for name in ints + builtins:
         if name != own:
@@ -843,31 +846,37 @@ def _added_terms(k: Kernel, node, terms) -> list[Edit]:
 def _added_factors(k: Kernel, node) -> list[Edit]:
     """A factor multiplied into an int operand of a sum or a product (threadCol where
     threadCol * TN belongs), or into a float operand of the statement's arithmetic
-    (beta where beta * C[...] belongs)."""
+    (beta where beta * C[...] belongs, b where acc += a * b does)."""
     if node.type not in ("identifier", "field_expression", "subscript_expression",
                          "parenthesized_expression"):  # fmt: skip
         return []
     if node.type == "identifier" and not _used_as_value(node):
         return []
     parent = node.parent
-    if parent is None or parent.type != "binary_expression":
+    if parent is None or parent.type not in ("binary_expression", "assignment_expression"):
         return []
     op = k.text(parent.child_by_field_name("operator"))
+    if parent.type == "assignment_expression" and (
+        op not in ("+=", "-=") or parent.child_by_field_name("right") != node
+    ):  # fmt: skip
+        return []  # only what is added to a sum (acc += a where acc += a * b belongs)
     kind = k.kind(node)
     if kind == "int" and op in ("+", "-") and node.type != "subscript_expression":
         # A factor a kernel leaves out is a tile size, a matrix dimension (a row's stride),
-        # a block's size, or a variable the kernel multiplies by elsewhere (warpRow * WM).
+        # a block's size or index, or a variable the kernel multiplies by elsewhere
+        # (warpRow * WM).
         factors = [s.name for s in k.visible(node) if s.kind == "int" and (
             s.role != "local" or s.name in k.multipliers)]  # fmt: skip
-        factors += ["blockDim.x", "blockDim.y"]
+        factors += ["blockDim.x", "blockDim.y", "blockIdx.x", "blockIdx.y"]
         return [_edit(k, node, f"{k.text(node)} * {f}", "add factor") for f in factors
                 if f != k.text(node)]  # fmt: skip
-    if kind == "float" and op in ("+", "-", "*"):
+    if kind == "float" and op in ("+", "-", "*", "+=", "-="):
         statement = node
         while statement.parent is not None and statement.type not in ("expression_statement",
                                                                       "declaration"):
             statement = statement.parent
-        factors = {s.name for s in k.visible(node) if s.kind == "float" and s.role == "parameter"}
+        # The float parameters, the thread's own float values, and what the statement reads.
+        factors = {s.name for s in k.visible(node) if s.kind == "float" and s.role in ("parameter", "local")}
         for n in walk(statement):
             if n.type == "subscript_expression" and n.parent.type != "subscript_expression" and (
                 k.kind(n) == "float" and n.id != node.id):  # fmt: skip
