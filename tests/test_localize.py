@@ -62,6 +62,18 @@ def test_a_one_line_mistake_gets_one_cause_that_names_its_line(name, backend):
     assert "race" not in str(diagnosis), str(report)
 
 
+@pytest.mark.parametrize("step, old, new, line", [
+    # A block's index left out of a product: the factor added back is blockIdx.x.
+    ("02", "blockIdx.x * blockDim.x + threadIdx.x", "blockDim.x + threadIdx.x", 16),
+    # A float left out of what a sum adds (acc[m] += a where acc[m] += a * b belongs).
+    ("04", "As[threadRow * TM + m][k] * b", "As[threadRow * TM + m][k]", 57),
+])  # fmt: skip
+def test_a_factor_left_out_is_found_where_the_mutants_once_found_none(step, old, new, line):
+    causes = by_cause(check(planted(step, old, new)).cases)
+    assert len(causes) == 1 and causes[0].diagnosis.line == line, [str(c) for c in causes]
+    assert "lacks a factor" in str(causes[0].diagnosis)
+
+
 def test_the_reference_beside_them_gets_no_cause():
     report = check(KernelSpec.from_step(registry.step("05")))
     assert report.ok and not by_cause(report.cases), str(report)
@@ -193,3 +205,67 @@ def test_the_split_k_gemm_runs_with_a_workstations_workers(monkeypatch):
     monkeypatch.setenv("SGEMM_CPU_WORKERS", "8")
     report = check(KernelSpec.from_step(registry.step("09")))
     assert report.ok, str(report)
+
+
+# A kernel written as others write them, not as the course does: brace initialisers, a
+# constant that sizes an array, a do-while loop, names declared after terms that use
+# them, and no bounds (it is written for whole 16 x 16 tiles only).
+OTHER_STYLE = """
+#define TS 16
+__global__ void other_style(int M, int N, int K, float alpha, const float *A,
+                            const float *B, float beta, float *C) {
+    const int per = TS * TS / (TS * TS);
+    float staged[per];
+    __shared__ float As[TS * TS], Bs[TS * TS];
+    int col{blockIdx.x * TS + threadIdx.x};
+    int row{blockIdx.y * TS + threadIdx.y};
+    const int tx = threadIdx.x, ty = threadIdx.y;
+    float acc{0.0f};
+    int k0 = 0;
+    do {
+        staged[0] = A[row * K + k0 + tx];
+        As[ty * TS + tx] = staged[0];
+        Bs[ty * TS + tx] = B[(k0 + ty) * N + col];
+        __syncthreads();
+        for (int k = 0; k < TS; ++k) acc += As[ty * TS + k] * Bs[k * TS + tx];
+        __syncthreads();
+        k0 += TS;
+    } while (k0 < K);
+    C[row * N + col] = alpha * acc + beta * C[row * N + col];
+}
+"""
+
+
+def other_style(old="", new=""):
+    from dataclasses import replace
+
+    from autograder.run.kernel import from_source
+
+    assert old in OTHER_STYLE
+    spec = from_source(OTHER_STYLE.replace(old, new), "other_style.cu", kernel="other_style",
+                       block=(16, 16), tile=(16, 16))  # fmt: skip
+    return replace(spec, shapes=((16, 16, 16), (32, 48, 32), (48, 32, 48)))
+
+
+def test_every_repair_of_a_kernel_written_in_another_style_compiles_in_the_schema():
+    # A repair the schema cannot hold is dropped with its whole line (localize.build):
+    # here every line would have lost its own.
+    spec = other_style()
+    text = cpu.preprocessed(spec)
+    source, _ = localize.schema(Source.parse(text), edits.repairs(text))
+    cpu.build(spec, "variants", source=source)
+
+
+@pytest.mark.parametrize("old, new, line, said", [
+    ("* TS + threadIdx.x}", "* TS}", 8, "lacks a term"),  # in a brace initialiser
+    ("(k0 + ty) * N", "(k0 + ty) * M", 16, "uses M where it should use N"),  # fails where M != N
+    ("{blockIdx.x * TS", "{blockIdx.y * TS", 8, "takes the wrong thread or block index"),  # too
+])  # fmt: skip
+def test_a_kernel_written_for_whole_tiles_is_localized_within_its_own_shapes(old, new, line, said):
+    # Its repairs are tried and confirmed on the shapes it is written for: on any other,
+    # the kernel as it should be is wrong too, and no repair would ever be confirmed.
+    report = judge.check(other_style(old, new), backend="cpu")
+    causes = by_cause(report.cases)
+    assert len(causes) == 1 and causes[0].diagnosis.line == line, str(report)
+    assert said in str(causes[0].diagnosis), str(report)
+    assert judge.check(other_style(), backend="cpu").ok

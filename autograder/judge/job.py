@@ -508,8 +508,9 @@ def _diagnose(job: Job, outcome: Outcome, scratch) -> None:
     if failing and job.spec.every_term and all(c.under.startswith("at ") for c in failing):
         spec = job.spec.every_term
     if (wrong or stopped) and job.diagnose and _localizable(job):
+        hints = localize.Hints.of(report.cases, spec)
         prepared = outcome.prepared if spec is job.spec else None
-        prepared = prepared or localize.prepare(spec, localize.Hints.of(report.cases, spec))
+        prepared = prepared or localize.prepare(spec, hints)
         passing = sorted((c for c in report.cases if c.ok and on_cpu(c)), key=_size)
         finding = localize.localize(
             spec,
@@ -518,6 +519,7 @@ def _diagnose(job: Job, outcome: Outcome, scratch) -> None:
             [(c.shape, c.beta) for c in passing[:LOCALIZE_PASSING]],
             job.seed,
             scratch,
+            hints,
         )
     causes = diagnosis.diagnose(report.cases, finding, job.spec.filename)
     report.cases = diagnosis.with_causes(report.cases, causes)
@@ -583,14 +585,17 @@ def _hung(message: Hung, started: Started | None, seconds_per_flop: float, mbarr
 
 def check(
     spec: KernelSpec,
-    shapes=SUITE,
+    shapes=None,
     seed: int | None = None,
     case_timeout_s: float = CASE_TIMEOUT_S,
     backend: str = "gpu",
 ) -> Report:
-    """Run spec on `shapes` in a child process on the "gpu" or the "cpu"; its Report.
+    """Run spec on `shapes` (by default the suite, or the shapes the spec is written
+    for) in a child process on the "gpu" or the "cpu"; its Report.
 
     Raises CompileError, gpu.NoGPU, BackendUnavailable or GraderFault.
     """
     seed = fresh_seed() if seed is None else seed
+    if shapes is None:
+        shapes = tuple(Shape(*s) for s in spec.shapes) if spec.shapes else SUITE
     return run(Job(spec, backend, checks(spec, tuple(shapes)), seed), case_timeout_s).report

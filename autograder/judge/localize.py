@@ -126,9 +126,12 @@ def schema(source: Source, repairs: list[edits.Edit]) -> tuple[str, list[tuple[i
     unit runs as written unless the repair switched on lies in it, which costs one
     comparison each time it runs; only that unit runs its switchable copy."""
     sites: dict[tuple[int, int, str], _Site] = {}
+    fixed = _constant_values(source)
     for e in repairs:
         if "#" in e.text:
             continue  # a preprocessor line inside the span: it cannot be put on one line
+        if any(lo <= e.start and e.end <= hi for lo, hi in fixed):
+            continue  # a value the compiler must know (an array's size): no switch there
         sites.setdefault((e.start, e.end, e.kind), _Site(e.start, e.end, e.kind)).edits.append(e)
     spans = list(sites.values())
     for node in walk(source.root):
@@ -183,6 +186,31 @@ def schema(source: Source, repairs: list[edits.Edit]) -> tuple[str, list[tuple[i
     return render(0, len(data), spans), candidates
 
 
+def _constant_values(source: Source) -> list[tuple[int, int]]:
+    """The spans of the values given to names that size an array or are a template's
+    argument (`const int n = BK * BM / 256; float r[4 * n];`), and of the names those
+    are made of: a value switched at run time is no constant, and the kernel would not
+    compile."""
+    used = set()
+    for node in walk(source.root):
+        size = node.child_by_field_name("size") if node.type == "array_declarator" else None
+        for part in [size] if size is not None else [node] if node.type == "template_argument_list" else []:
+            used |= {source.text(n) for n in walk(part) if n.type == "identifier"}
+    values = {
+        source.text(name): value
+        for node in walk(source.root)
+        if node.type == "init_declarator"
+        and (name := node.child_by_field_name("declarator")) is not None
+        and (value := node.child_by_field_name("value")) is not None
+    }  # fmt: skip
+    fixed: dict[str, object] = {}
+    while names := [n for n in used if n in values and n not in fixed]:
+        for name in names:  # and so are the names those values are made of
+            fixed[name] = values[name]
+            used |= {source.text(n) for n in walk(values[name]) if n.type == "identifier"}
+    return [(value.start_byte, value.end_byte) for value in fixed.values()]
+
+
 def _unit(node) -> bool | None:
     """Whether node is a unit of the schema: True for a whole statement, False for an
     expression, None for neither. A unit holds no statement of its own (a lambda)."""
@@ -196,6 +224,11 @@ def _unit(node) -> bool | None:
     if parent is None:
         return None
     if parent.type == "init_declarator" and parent.child_by_field_name("value") == node:
+        # A brace initialiser's one value is the unit (`int i{e}`): a list in braces is
+        # not an expression, so the switch cannot choose between two.
+        return None if node.type == "initializer_list" else False
+    if (parent.type == "initializer_list" and parent.named_child_count == 1 and parent.parent
+            is not None and parent.parent.type == "init_declarator"):  # fmt: skip
         return False
     if parent.type == "for_statement" and node in (
         parent.child_by_field_name("condition"), parent.child_by_field_name("update")
@@ -244,17 +277,25 @@ class Hints:
     """What the failing cases point at, before the diagnostic build runs: the lines
     their messages name (where a bad access was made), whether only cases with
     beta != 0 fail, whether C changed between runs or holds NaN from shared memory
-    nobody wrote (a missing barrier), or NaN from a float never given a value."""
+    nobody wrote (a missing barrier), or NaN from a float never given a value, whether
+    only cases where two dimensions differ fail (one used for the other)."""
 
     lines: frozenset[int] = frozenset()
     beta: bool = False
     barriers: bool = False
     unset: bool = False
     unwritten: bool = False  # C holds NaN from shared memory nobody wrote
+    dimensions: bool = False  # only cases where two of M, N and K differ fail
 
     @classmethod
     def of(cls, cases: list, spec: KernelSpec) -> Hints:
         failing = [c for c in cases if not c.ok]
+        sizes = lambda c: (c.shape.M, c.shape.N, c.shape.K)  # noqa: E731
+        # A pair of dimensions that differ in every failing case, and are equal (and more
+        # than 1) in a case that passes: one may stand where the other belongs.
+        pairs = [(i, j) for i, j in ((0, 1), (0, 2), (1, 2))
+                 if all(sizes(c)[i] != sizes(c)[j] for c in failing)
+                 and any(c.ok and sizes(c)[i] == sizes(c)[j] > 1 for c in cases)]  # fmt: skip
         named = {
             int(n) for c in failing for n in re.findall(rf"{re.escape(spec.filename)}:(\d+)", c.message)
         }  # fmt: skip
@@ -265,6 +306,7 @@ class Hints:
             barriers=RACED in said or UNWRITTEN_NAN in said,
             unset=UNSET_LOCAL in said,
             unwritten=UNWRITTEN_NAN in said,
+            dimensions=bool(failing and pairs),
         )
 
 
@@ -461,10 +503,16 @@ _SIZES = (1, 2, 3, 4, 5, 8, 9, 16, 17, 31, 33, 64, 65, 127, 129)
 
 def _shrunk(spec, launch, failing, seed) -> tuple[Shape, float] | None:
     """A case as small as the kernel still fails, from the cheapest failing one: each of
-    M, N and K in turn down to the least size that fails (delta debugging on the input).
+    M, N and K in turn down to the least size that fails (delta debugging on the input);
+    for a kernel written for some shapes only, the cheapest of those that fails.
     Every repair runs it first, and most fail there, at a fraction of the time."""
     shape, beta = min(failing, key=lambda c: _cost(spec, c[0]))
     rng = np.random.default_rng(seed)
+    if spec.shapes is not None:
+        cheaper = [s for s in _lattice(spec.shapes, shape) if _cost(spec, s) < _cost(spec, shape)]
+        cheaper = sorted(cheaper, key=lambda s: _cost(spec, s))[:_SHRINK_TRIES]
+        return next(((s, beta) for s in cheaper if not _Case.draw(s, beta, rng).right(launch)),
+                    (shape, beta))  # fmt: skip
     for axis in ("K", "N", "M"):
         for size in _SIZES:
             if size >= getattr(shape, axis):
@@ -474,6 +522,20 @@ def _shrunk(spec, launch, failing, seed) -> tuple[Shape, float] | None:
                 shape = trial
                 break
     return shape, beta
+
+
+_SHRINK_TRIES = 8  # cheaper shapes a kernel written for some shapes only runs, at most
+
+
+def _lattice(shapes, within: Shape) -> list[Shape]:
+    """The shapes a kernel written for `shapes` is right on, up to `within`: each of M, N
+    and K a multiple of what all of them share (128 where they are 128, 256 and 384:
+    whole tiles), or where they share no such step (1), the shapes themselves."""
+    steps = [np.gcd.reduce([s[axis] for s in shapes]) for axis in range(3)]
+    if min(steps) == 1:
+        return [Shape(*s) for s in shapes]
+    sizes = [range(step, top + 1, step) for step, top in zip(steps, (within.M, within.N, within.K))]
+    return [Shape(int(m), int(n), int(k)) for m in sizes[0] for n in sizes[1] for k in sizes[2]]
 
 
 def _cost(spec: KernelSpec, shape: Shape) -> int:
@@ -490,12 +552,20 @@ CONFIRM = ((EXACT_SIZE, BETA), (Shape(200, 300, 60), 0.0))
 CONFIRM_S = 60.0  # what the confirming cases may take, beside CANDIDATE_S
 
 
+def _confirming(spec: KernelSpec, tried: list) -> list[tuple[Shape, float]]:
+    """The cases a repair must get right besides `tried` before it counts: CONFIRM, or
+    for a kernel written for some shapes only, each of those with either beta."""
+    if spec.shapes is None:
+        return [c for c in CONFIRM if c not in tried]
+    return [(Shape(*s), b) for s in spec.shapes for b in (0.0, BETA) if (Shape(*s), b) not in tried]
+
+
 def _search(conn, spec, path, order, failing, passing, seed, until, scratch) -> None:
     """Try the repairs `order` holds, in turn, until the clock reads `until`."""
     isolation.enter(scratch, readable=[path])
     launch, configure = _loaded(spec, path)
     cases = _cases(failing, passing, seed)
-    confirm = _cases([c for c in CONFIRM if c not in failing + passing], [], seed + 1)
+    confirm = _cases(_confirming(spec, failing + passing), [], seed + 1)
     budget = _budget(cases + confirm)
     stop = len(order)
     for index, (rank, (site, choice, edit)) in enumerate(order):
@@ -516,7 +586,8 @@ def _search(conn, spec, path, order, failing, passing, seed, until, scratch) -> 
 
 def _order(text: str, candidates: list, hints: Hints, evidence: str, spec: KernelSpec) -> list:
     """Candidates ((site, choice, Edit), or Edits) in the order they are tried: a barrier
-    added anywhere first where the cases point at a race; then those nearest the lines
+    added anywhere first where the cases point at a race, a dimension exchanged where
+    only cases with two dimensions unequal fail; then those nearest the lines
     the evidence points at (the access it stopped on, where the float read before it
     had a value was declared, where beta is used when only cases with beta != 0 fail;
     or else where C is stored), a rule with few repairs a place a step further out
@@ -540,12 +611,22 @@ def _order(text: str, candidates: list, hints: Hints, evidence: str, spec: Kerne
 
     def key(candidate):
         edit = candidate[2]
-        if barriers and edit.operator == "add barrier":
+        if barriers and edit.operator == "add barrier" or hints.dimensions and _crosswise(edit):
             return -1, 0, distance.get(edit.line, far)
         many = edit.operator in _MANY
         return distance.get(edit.line, far) + many, many, distance.get(edit.line, far)
 
     return sorted(items, key=key)
+
+
+def _crosswise(edit: edits.Edit) -> bool:
+    """Whether a repair exchanges a dimension for another, or the x of a thread's or a
+    block's index for its y: what a kernel that fails only where two dimensions differ
+    most likely got wrong."""
+    old, new = edit.swapped
+    return edit.operator == "dimension" or (
+        edit.operator == "builtin" and old.split(".")[0] == new.split(".")[0]
+    )  # fmt: skip
 
 
 # Rules that give many repairs at a place: the kernel's own terms, factors and variables.
@@ -559,10 +640,12 @@ def localize(
     passing: list[tuple[Shape, float]],
     seed: int,
     scratch,
+    hints: Hints | None = None,
 ) -> Finding | None:
     """What the diagnostic build shows of spec on the CPU for these failing cases, and
     the repairs (prepare's) that make them and the passing ones right; None where the
-    CPU backend cannot run the kernel here (no compiler, a construct it lacks)."""
+    CPU backend cannot run the kernel here (no compiler, a construct it lacks).
+    hints: what every case points at (prepare's may have seen only the first)."""
     began = time.monotonic()
     try:
         built = prepared.result(timeout=PREPARE_S)
@@ -584,7 +667,7 @@ def localize(
                 failing = [message.smallest, *failing]
     if not wrong:
         return Finding(evidence, wrong, (), 0, 0, time.monotonic() - began)
-    order = _order(built.text, built.candidates, built.hints, evidence, spec)
+    order = _order(built.text, built.candidates, hints or built.hints, evidence, spec)
     until = time.time() + float(os.environ.get("SGEMM_LOCALIZE_S", SEARCH_S))
     searches = max(1, min(SEARCHES, os.cpu_count() or 1))
     found, tried = [], 0

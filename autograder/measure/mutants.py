@@ -37,7 +37,6 @@ from pathlib import Path
 from ..judge import check, edits
 from ..judge.causes import by_cause
 from ..judge.diagnosis import REPAIRED
-from ..judge.checker import SUITE, Shape
 from ..ladder import registry
 from ..run import compiler
 from ..run.compiler import CompileError
@@ -53,13 +52,12 @@ _ANCHOR = re.compile(r"^\s*// \[docs:([a-z0-9-]+)\]\s*$")
 
 @dataclass(frozen=True)
 class Kernel:
-    """A kernel to mutate: its spec, the lines a learner writes, the shapes it is
-    right on (a kernel by others may assume multiples of its tile), and where it is from."""
+    """A kernel to mutate: its spec (with the shapes it is right on: a kernel by others
+    may assume multiples of its tile), the lines a learner writes, and where it is from."""
 
     name: str
     spec: KernelSpec
     lines: tuple[int, int] | None
-    shapes: tuple[Shape, ...]
     source: str = ""  # where a kernel by others comes from
 
 
@@ -98,7 +96,7 @@ def step_kernels(steps: list[str], regions: Callable[[str], list[str]]) -> list[
             last = next(i for i, t in enumerate(lines, 1) if _anchor(t) == f"{region}-end")
             spans.append((first, last))
         span = (min(a for a, _ in spans), max(b for _, b in spans))
-        found.append(Kernel(step.name, spec, span, SUITE))
+        found.append(Kernel(step.name, spec, span))
     return found
 
 
@@ -116,8 +114,9 @@ def other_kernels(folder: Path) -> list[Kernel]:
             folder / entry["file"], kernel=entry["kernel"], block=tuple(entry["block"]),
             tile=tuple(entry["tile"]), rows_on=entry.get("rows_on", "y"),
         )  # fmt: skip
-        shapes = SUITE if entry["shapes"] == "all" else tuple(Shape(*s) for s in entry["shapes"])
-        found.append(Kernel(Path(entry["file"]).stem, spec, None, shapes, entry.get("source", "")))
+        if entry["shapes"] != "all":
+            spec = replace(spec, shapes=tuple(tuple(s) for s in entry["shapes"]))
+        found.append(Kernel(Path(entry["file"]).stem, spec, None, entry.get("source", "")))
     return found
 
 
@@ -141,7 +140,7 @@ def judge_one(kernel: Kernel, number: int, edit: edits.Edit, spec: KernelSpec, b
     row = Row(kernel.name, number, edit.line, edit.operator, _shown(edit.before), _shown(edit.text))
     began = time.perf_counter()
     try:
-        report = check(spec, shapes=kernel.shapes, seed=seed, backend=backend)
+        report = check(spec, seed=seed, backend=backend)
     except CompileError:
         row.outcome = "compile error"
         return row

@@ -65,6 +65,10 @@ class KernelSpec:
     # The architecture-specific target to build for ('sm_90a'), from the step
     # (registry.Step.target); None: the GPU's own architecture.
     target: str | None = None
+    # The shapes (M, N, K) the kernel is written for, where it assumes multiples of
+    # its tile (a kernel by others): the checker runs these, and the localizer shrinks
+    # and confirms a case within them. None: every shape, as the course's steps are.
+    shapes: tuple[tuple[int, int, int], ...] | None = None
 
     @classmethod
     def from_step(cls, step: Step) -> "KernelSpec":
