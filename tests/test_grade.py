@@ -337,6 +337,13 @@ def test_running_out_of_gpu_memory_is_named_as_such():
     assert explain_cuda_error(error).startswith("ran out of GPU memory (Out of memory")
 
 
+def test_a_crash_keeps_its_meaning_without_the_advice_where_its_line_is_known():
+    error = RuntimeError("cudaErrorIllegalAddress: an illegal memory access was encountered")
+    assert "check the bounds" in explain_cuda_error(error)
+    plain = explain_cuda_error(error, advice=False)
+    assert plain == "crashed with cudaErrorIllegalAddress: the kernel accessed memory outside what it was given"
+
+
 def test_grading_on_the_gpu_without_one_says_so(tmp_path):
     if gpu.unavailable_reason() is None:
         pytest.skip("this machine has a GPU")

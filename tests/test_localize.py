@@ -74,6 +74,16 @@ def test_a_factor_left_out_is_found_where_the_mutants_once_found_none(step, old,
     assert "lacks a factor" in str(causes[0].diagnosis)
 
 
+@pytest.mark.gpu
+def test_a_crash_whose_line_a_repair_confirms_leads_with_that_line_not_the_usual_advice():
+    # k runs to BM: the GPU faults reading Bs past its end. "Check the bounds on M, N
+    # and K in its loads and stores" would send the learner to the wrong lines.
+    report = check(planted("04", "for (int k = 0; k < BK; ++k) {", "for (int k = 0; k < BM; ++k) {"), "gpu")
+    said = "crashed with cudaErrorIllegalAddress: the kernel accessed memory outside what it was given; `k < BM` at 04_blocktiling_1d.cu:53"
+    assert said in report.error and "check the bounds" not in report.error, report.error
+    assert report.error.index(said) < report.error.index("on the CPU backend"), report.error
+
+
 def test_the_reference_beside_them_gets_no_cause():
     report = check(KernelSpec.from_step(registry.step("05")))
     assert report.ok and not by_cause(report.cases), str(report)

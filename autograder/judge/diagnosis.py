@@ -297,9 +297,14 @@ def where_it_stopped(finding: Finding | None, filename: str) -> str:
     if finding is None:
         return ""
     said = []
+    confirmed = _confirmed(finding)
+    if confirmed:  # the line first: what the learner looks at
+        said.append(_repair_words(confirmed, lambda line: f"{filename}:{line}"))
     if finding.evidence:
         said.append(f"on the CPU backend, {_strip_hint(finding.evidence)}")
-    confirmed = _confirmed(finding)
-    if confirmed:
-        said.append(_repair_words(confirmed, lambda line: f"{filename}:{line}"))
     return "; ".join(said)
+
+
+def repaired(finding: Finding | None) -> bool:
+    """Whether a repair confirms where the mistake is."""
+    return bool(_confirmed(finding))

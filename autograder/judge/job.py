@@ -131,6 +131,7 @@ class Measured:
 @dataclass(frozen=True)
 class Crashed:
     why: str
+    plain: str = ""  # why, without the advice on where such a mistake most often is
 
 
 @dataclass(frozen=True)
@@ -201,7 +202,7 @@ def _serve(conn, job: Job, scratch) -> None:
         with whole():
             _run_stages(job, backend, launch, launches, send, check_turn, timing_turn)
     except backend.crashes as e:
-        return send(Crashed(explain_cuda_error(e)))
+        return send(Crashed(explain_cuda_error(e), explain_cuda_error(e, advice=False)))
     except Exception:
         return send(Broke(traceback.format_exc(limit=4)))
     send(Done())
@@ -291,6 +292,8 @@ class Outcome:
     prepared: object = None
     # The case the kernel crashed in or did not finish, if any.
     stopped: tuple[Shape, float] | None = None
+    # The error without its advice, where a line the localizer confirms replaces it.
+    plain_error: str = ""
 
 
 def run(job: Job, case_timeout_s: float = CASE_TIMEOUT_S) -> Outcome:
@@ -403,6 +406,7 @@ def _run_child(job: Job, case_timeout_s: float, outcome: Outcome, scratch) -> st
                 # A timed launch's fault surfaces when its output is checked: it is the
                 # timing's, not the judging's.
                 report.error = f"{_doing(started, timed or doing)}: {message.why}"
+                outcome.plain_error = f"{_doing(started, timed or doing)}: {message.plain or message.why}"
                 outcome.crashed = timed is None
                 outcome.stopped = _case_of(started) if timed is None else None
                 break
@@ -524,7 +528,9 @@ def _diagnose(job: Job, outcome: Outcome, scratch) -> None:
     causes = diagnosis.diagnose(report.cases, finding, job.spec.filename)
     report.cases = diagnosis.with_causes(report.cases, causes)
     if stopped and (said := diagnosis.where_it_stopped(finding, job.spec.filename)):
-        report.error += f"; {said}"
+        # A line found by a repair says where to look: the general advice would not.
+        confirmed = outcome.plain_error and diagnosis.repaired(finding)
+        report.error = f"{outcome.plain_error if confirmed else report.error}; {said}"
 
 
 def _size(case: CaseResult) -> int:

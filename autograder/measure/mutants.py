@@ -157,10 +157,11 @@ def judge_one(kernel: Kernel, number: int, edit: edits.Edit, spec: KernelSpec, b
     row.groups = len(causes) + bool(report.error and not causes)
     first = causes[0] if causes else None
     diagnosis = first.diagnosis if first else None
-    row.cause = (str(first) if first else report.error)[:400]
+    said = str(first) if first else report.error
+    row.cause = said[:400]
     named = diagnosis.line if diagnosis is not None else None
     if diagnosis is None:  # the run stopped (a crash, a hang): the line a repair confirmed
-        repaired = re.search(rf"at {re.escape(spec.filename)}:(\d+)[^;]*\({REPAIRED}", row.cause)
+        repaired = re.search(rf"at {re.escape(spec.filename)}:(\d+)[^;]*\({REPAIRED}", said)
         named = int(repaired.group(1)) if repaired else None
     row.named = str(named or "")
     row.localized = named == edit.line

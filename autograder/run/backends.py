@@ -29,7 +29,9 @@ from . import (
 from .kernel import KernelSpec
 
 # What a CUDA error means for an SGEMM kernel, by the error's name without
-# prefix, case or underscores (CuPy reports runtime and driver spellings).
+# prefix, case or underscores (CuPy reports runtime and driver spellings); after
+# ADVICE, where the mistake most often is (left out where its line is known).
+ADVICE = ": "
 _CUDA_HINTS = {
     "illegaladdress": "the kernel accessed memory outside what it was given: check the "
     "bounds on M, N and K in its loads and stores",
@@ -45,13 +47,17 @@ _CUDA_HINTS = {
 }
 
 
-def explain_cuda_error(error: Exception) -> str:
+def explain_cuda_error(error: Exception, advice: bool = True) -> str:
+    """What a CUDA error means; advice=False: without where the mistake most often is
+    (for a kernel whose mistake has been found on its line)."""
     text = str(error)
     if type(error).__name__ == "OutOfMemoryError":
         return f"ran out of GPU memory ({text}): is another program using this GPU?"
     name = text.split(":")[0].strip()
     key = name.lower().replace("_", "").replace("cudaerror", "")
     hint = _CUDA_HINTS.get(key)
+    if hint and not advice:
+        hint = hint.split(ADVICE)[0]
     return f"crashed with {name}: {hint}" if hint else f"crashed: {text}"
 
 
