@@ -876,7 +876,8 @@ def _added_factors(k: Kernel, node) -> list[Edit]:
                                                                       "declaration"):
             statement = statement.parent
         # The float parameters, the thread's own float values, and what the statement reads.
-        factors = {s.name for s in k.visible(node) if s.kind == "float" and s.role in ("parameter", "local")}
+        factors = {s.name for s in k.visible(node)
+                   if s.kind == "float" and s.role in ("parameter", "local")}  # fmt: skip
         for n in walk(statement):
             if n.type == "subscript_expression" and n.parent.type != "subscript_expression" and (
                 k.kind(n) == "float" and n.id != node.id):  # fmt: skip

@@ -131,7 +131,7 @@ class Measured:
 @dataclass(frozen=True)
 class Crashed:
     why: str
-    plain: str = ""  # why, without the advice on where such a mistake most often is
+    plain: str  # why, without the advice on where such a mistake most often is
 
 
 @dataclass(frozen=True)
@@ -405,8 +405,9 @@ def _run_child(job: Job, case_timeout_s: float, outcome: Outcome, scratch) -> st
             elif isinstance(message, Crashed):
                 # A timed launch's fault surfaces when its output is checked: it is the
                 # timing's, not the judging's.
-                report.error = f"{_doing(started, timed or doing)}: {message.why}"
-                outcome.plain_error = f"{_doing(started, timed or doing)}: {message.plain or message.why}"
+                where = _doing(started, timed or doing)
+                report.error = f"{where}: {message.why}"
+                outcome.plain_error = f"{where}: {message.plain}"
                 outcome.crashed = timed is None
                 outcome.stopped = _case_of(started) if timed is None else None
                 break

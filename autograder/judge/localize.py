@@ -193,9 +193,11 @@ def _constant_values(source: Source) -> list[tuple[int, int]]:
     compile."""
     used = set()
     for node in walk(source.root):
-        size = node.child_by_field_name("size") if node.type == "array_declarator" else None
-        for part in [size] if size is not None else [node] if node.type == "template_argument_list" else []:
-            used |= {source.text(n) for n in walk(part) if n.type == "identifier"}
+        if node.type == "array_declarator":
+            node = node.child_by_field_name("size")
+        elif node.type != "template_argument_list":
+            continue
+        used |= {source.text(n) for n in walk(node) if n.type == "identifier"} if node else set()
     values = {
         source.text(name): value
         for node in walk(source.root)
