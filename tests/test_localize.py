@@ -74,6 +74,16 @@ def test_a_factor_left_out_is_found_where_the_mutants_once_found_none(step, old,
     assert "lacks a factor" in str(causes[0].diagnosis)
 
 
+def test_a_comparison_the_grammar_could_read_as_a_template_keeps_its_repairs():
+    # `ty < K && col >= N` parses as ty<K && col> (a template's arguments) unless ty is
+    # known for a variable: the line then had no comparison to repair.
+    text = registry.step("03").source().replace("k0 + ty < K && col < N", "k0 + ty < K && col >= N")
+    repairs = {e.before for e in edits.repairs(text) if e.operator == "relational"}
+    assert {"k0 + ty < K", "col >= N"} <= repairs
+    causes = by_cause(check(planted("03", "k0 + ty < K && col < N", "k0 + ty < K && col >= N")).cases)
+    assert len(causes) == 1 and causes[0].diagnosis.line == 31, [str(c) for c in causes]
+
+
 @pytest.mark.gpu
 def test_a_crash_whose_line_a_repair_confirms_leads_with_that_line_not_the_usual_advice():
     # k runs to BM: the GPU faults reading Bs past its end. "Check the bounds on M, N
@@ -174,11 +184,33 @@ def test_a_repair_that_loops_for_ever_is_stopped_by_its_budget():
     spec = planted("03", "k0 += BS", "k0 += 0")
     library = cpu.build(spec, "variants", source=cpu.preprocessed(spec))
     configure = ctypes.CDLL(str(library)).cpu_configure
-    configure.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_long]
-    configure(-1, 0, 10_000)
+    configure.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_long, ctypes.c_long]
+    configure(-1, 0, 10_000, 0)
     result = checker.run_case(np, cpu._launcher(spec, library), Shape(17, 19, 3), 0.0,
                               np.random.default_rng(0))  # fmt: skip
     assert "ran far longer than the kernel as written" in result.message, result.message
+
+
+@pytest.mark.parametrize("old, new, first, whole", [
+    ("alpha * acc[m][n]", "alpha * acc[m][n]", True, True),  # the kernel as written
+    ("alpha * acc[m][n]", "beta * acc[m][n]", False, False),  # wrong in every block
+    # Wrong outside the first block only: the first look lets it by, the case does not.
+    ("alpha * acc[m][n]", "alpha * acc[m][n] * (blockIdx.x + blockIdx.y + 1)", True, False),
+])  # fmt: skip
+def test_the_first_blocks_look_rejects_no_repair_that_the_whole_case_would_take(old, new, first, whole):
+    # A repair runs the first block of its case alone before the whole case: judged on
+    # what that block wrote, a right kernel must pass, or no repair would ever confirm.
+    spec = planted("05", old, new)
+    library = cpu.build(spec, "variants", source=cpu.preprocessed(spec))
+    configure = ctypes.CDLL(str(library)).cpu_configure
+    configure.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_long, ctypes.c_long]
+    launch = cpu._launcher(spec, library)
+    case = localize._Case.draw(Shape(256, 384, 64), checker.BETA, np.random.default_rng(0))
+    configure(-1, 0, 0, 1)
+    assert case.right(launch, where_written=True) == first
+    assert not case.right(launch)  # the other blocks never ran
+    configure(-1, 0, 0, 0)
+    assert case.right(launch) == whole
 
 
 def test_every_mutant_keeps_the_kernels_lines():
@@ -199,12 +231,12 @@ def test_a_repair_switched_on_in_the_schema_computes_what_the_edited_kernel_does
     schematized, candidates = localize.schema(Source.parse(text), repairs)
     library = cpu.build(spec, "variants", source=schematized)
     configure = ctypes.CDLL(str(library)).cpu_configure
-    configure.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_long]
+    configure.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_long, ctypes.c_long]
     launch = cpu._launcher(spec, library)
     fixed = [(site, choice) for site, choice, e in candidates if e.start > text.index("col < M")]
     assert len(fixed) == 1
     for switch, right in (((-1, 0), False), (fixed[0], True)):
-        configure(*switch, 0)
+        configure(*switch, 0, 0)
         result = checker.run_case(np, launch, Shape(257, 1, 33), 0.0, np.random.default_rng(0))
         assert result.ok == right, result.message
 
@@ -255,6 +287,17 @@ def other_style(old="", new=""):
     spec = from_source(OTHER_STYLE.replace(old, new), "other_style.cu", kernel="other_style",
                        block=(16, 16), tile=(16, 16))  # fmt: skip
     return replace(spec, shapes=((16, 16, 16), (32, 48, 32), (48, 32, 48)))
+
+
+def test_a_factor_the_kernel_multiplies_by_elsewhere_is_tried_before_any_other():
+    # The store's row * N lost its row; the old C it reads still has row * N. Of the
+    # dozen factors N could lack, that one is tried first: on a long kernel the rest
+    # would push it past the repairs the search has time for.
+    spec = other_style("C[row * N + col] = alpha", "C[N + col] = alpha")
+    text = cpu.preprocessed(spec)
+    order = localize._order(text, edits.repairs(text), localize.Hints(), "", spec)
+    factors = [e.text for _, _, e in order if e.operator == "add factor" and e.before == "N"]
+    assert factors[0] == "N * row", factors
 
 
 def test_every_repair_of_a_kernel_written_in_another_style_compiles_in_the_schema():

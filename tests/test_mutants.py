@@ -20,8 +20,8 @@ REGIONS = lambda name: assignment(name).regions  # noqa: E731
 
 @pytest.fixture(scope="module")
 def rows(tmp_path_factory):
-    # The search for a line gets more time than a learner's 4 s: beside the other tests,
-    # on CI's two cores, a check here runs several times slower than alone.
+    # The search for a line gets more of its CPU than a learner's 4 s: what this sample
+    # finds then rests on the rules, not on how fast the machine running it is.
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("SGEMM_LOCALIZE_S", "20")
         return mutants.run(mutants.step_kernels(STEPS, REGIONS), "cpu", jobs=1, sample=2)

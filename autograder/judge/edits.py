@@ -734,24 +734,27 @@ def repairs(text: str, lines: tuple[int, int] | None = None) -> list[Edit]:
 
 
 def _terms(k: Kernel) -> list[str]:
-    """The int terms the kernel writes: each product summed in an int sum (such as
-    blockIdx.y * BM), which a repair may add where one is missing; and each with x and y
-    of its thread or block index exchanged, since rows and columns come in pairs
-    (blockIdx.x * BS written for the columns, blockIdx.y * BS left out of the rows)."""
+    """The int terms the kernel writes: each product that is a term of an int sum or a
+    whole index of its own (blockIdx.y * BM, B[bx * BN]), which a repair may add where
+    one is missing; and each with x and y of its thread or block index exchanged, since
+    rows and columns come in pairs (blockIdx.x * BS written for the columns,
+    blockIdx.y * BS left out of the rows)."""
     found = {}
     for node in k.nodes():
-        if node.type == "binary_expression" and k.kind(node) == "int":
-            op = k.text(node.child_by_field_name("operator"))
-            if op in ("+", "-"):
-                for side in ("left", "right"):
-                    term = node.child_by_field_name(side)
-                    if term.type == "binary_expression" and k.text(
-                        term.child_by_field_name("operator")) == "*":  # fmt: skip
-                        text = re.sub(r"\s+", " ", k.text(term))
-                        found[text] = None
-                        twin = re.sub(r"\b(threadIdx|blockIdx)\.([xy])\b",
-                                      lambda m: f"{m.group(1)}.{'y' if m.group(2) == 'x' else 'x'}", text)
-                        found[twin] = None
+        if not (node.type == "binary_expression" and k.kind(node) == "int"
+                and k.text(node.child_by_field_name("operator")) == "*"):  # fmt: skip
+            continue
+        parent = node.parent
+        if parent.type == "binary_expression":
+            if k.text(parent.child_by_field_name("operator")) not in ("+", "-"):
+                continue  # a factor of a larger product, or what is divided
+        elif parent.type != "subscript_argument_list":
+            continue
+        text = re.sub(r"\s+", " ", k.text(node))
+        found[text] = None
+        twin = re.sub(r"\b(threadIdx|blockIdx)\.([xy])\b",
+                      lambda m: f"{m.group(1)}.{'y' if m.group(2) == 'x' else 'x'}", text)
+        found[twin] = None
     return list(found)
 
 
@@ -888,6 +891,30 @@ def _added_factors(k: Kernel, node) -> list[Edit]:
 
 
 # ---- where a mistake may be -------------------------------------------------------------------
+
+
+def multiplied(text: str) -> set[frozenset[str]]:
+    """Each pair of operands the kernel multiplies together somewhere, in one product
+    however long (bx * BLOCKSIZE * n pairs n with bx and with BLOCKSIZE)."""
+    k = Kernel.parse(text)
+    pairs = set()
+    for node in walk(k.source.root):
+        if not _is_product(k, node) or _is_product(k, node.parent):
+            continue
+        leaves, stack = [], [node]
+        while stack:
+            n = stack.pop()
+            if _is_product(k, n):
+                stack += [n.child_by_field_name("left"), n.child_by_field_name("right")]
+            else:
+                leaves.append(re.sub(r"\s+", " ", k.text(n)))
+        pairs |= {frozenset((a, b)) for a in leaves for b in leaves if a != b}
+    return pairs
+
+
+def _is_product(k: Kernel, node) -> bool:
+    return node is not None and node.type == "binary_expression" and k.text(
+        node.child_by_field_name("operator")) == "*"  # fmt: skip
 
 
 def related_lines(text: str, seeds: set[int], depth: int = 4) -> dict[int, int]:

@@ -48,12 +48,15 @@ from .checker import (
 )  # fmt: skip
 
 # Seconds of repairs tried, after the build: a learner waits for them, so the most
-# likely are tried first. SGEMM_LOCALIZE_S sets another (a test on a loaded machine).
+# likely are tried first. Seconds of each search's CPU, not of the clock: a machine
+# busy with other work finds what an idle one finds, later (the same kernel gets the
+# same message). SGEMM_LOCALIZE_S sets another.
 SEARCH_S = 4.0
+WALL = 4  # times SEARCH_S the clock may take, however busy the machine
 CANDIDATE_S = 2.0  # one repair's runs, before it is taken for an endless loop
+STARTUP_S = 10.0  # a child's start (its library loaded, its cases drawn) and first repair
 PREPARE_S = 600.0  # the two libraries' builds (the repairs' library's up to five times)
 EVIDENCE_S = 30.0  # the kernel as written, on the failing cases, in the diagnostic build
-RESTARTS = 3  # children started again after a repair that crashed or hung
 SEARCHES = 2  # children trying repairs side by side
 CAP = 1500  # repairs built into the library at most (the compiler's time grows with them)
 AFTER_FOUND = 300  # repairs tried after the first that works, for one on another line
@@ -408,8 +411,9 @@ class _Case:
             _padded(np, C0.astype(np.float32), GUARD, pad), expected, tolerance, pad,
         )  # fmt: skip
 
-    def right(self, launch) -> bool:
-        """Whether the kernel computes this case right, writing C alone (a fault: no)."""
+    def right(self, launch, where_written: bool = False) -> bool:
+        """Whether the kernel computes this case right, writing C alone (a fault: no);
+        where_written: judged on the elements it wrote only (a launch of some blocks)."""
         M, N, K, p = self.shape.M, self.shape.N, self.shape.K, self.pad
         c = self.c0.copy()
         try:
@@ -417,9 +421,11 @@ class _Case:
                    c[p : p + M * N])  # fmt: skip
         except KernelFault:
             return False
-        got = c[p : p + M * N].reshape(M, N).astype(np.float64)
-        inside = bool((np.abs(got - self.expected) <= self.tolerance).all())
-        return inside and bool((c[:p] == GUARD).all() and (c[p + M * N :] == GUARD).all())
+        got = c[p : p + M * N].reshape(M, N)
+        right = np.abs(got.astype(np.float64) - self.expected) <= self.tolerance
+        if where_written:
+            right |= got == self.c0[p : p + M * N].reshape(M, N)
+        return bool(right.all() and (c[:p] == GUARD).all() and (c[p + M * N :] == GUARD).all())
 
 
 def _cases(failing, passing, seed: int) -> list[_Case]:
@@ -436,7 +442,7 @@ def _budget(cases: list[_Case]) -> int:
 def _loaded(spec: KernelSpec, path: Path):
     """launch and configure for a library (in a child that has confined itself)."""
     configure = ctypes.CDLL(str(path)).cpu_configure
-    configure.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_long]
+    configure.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_long, ctypes.c_long]
     return cpu._launcher(spec, path), configure
 
 
@@ -453,6 +459,7 @@ class _Evidence:
 @dataclass(frozen=True)
 class _Trying:
     index: int
+    cpu: float  # seconds of the child's CPU the repairs before it took
 
 
 @dataclass(frozen=True)
@@ -482,7 +489,7 @@ def _witness(conn, spec, paths, failing, seed, scratch) -> None:
     cases = _cases(failing, [], seed)
     evidence, wrong = "", False
     launch, configure = _loaded(spec, diagnose)
-    configure(-1, 0, _budget(cases))
+    configure(-1, 0, _budget(cases), 0)
     for case in cases:
         c = case.c0.copy()
         M, N, K, p = case.shape.M, case.shape.N, case.shape.K, case.pad
@@ -493,7 +500,7 @@ def _witness(conn, spec, paths, failing, seed, scratch) -> None:
             evidence = str(fault)
             break
     launch, configure = _loaded(spec, variants)
-    configure(-1, 0, _budget(cases))
+    configure(-1, 0, _budget(cases), 0)
     wrong = bool(evidence) or not all(case.right(launch) for case in cases)
     smallest = _shrunk(spec, launch, failing, seed) if wrong else None
     conn.send(_Evidence(evidence, wrong, smallest))
@@ -562,19 +569,28 @@ def _confirming(spec: KernelSpec, tried: list) -> list[tuple[Shape, float]]:
     return [(Shape(*s), b) for s in spec.shapes for b in (0.0, BETA) if (Shape(*s), b) not in tried]
 
 
-def _search(conn, spec, path, order, failing, passing, seed, until, scratch) -> None:
-    """Try the repairs `order` holds, in turn, until the clock reads `until`."""
+def _search(conn, spec, path, order, failing, passing, seed, cpu, until, scratch) -> None:
+    """Try the repairs `order` holds, in turn, for `cpu` seconds of this process's CPU
+    or until the clock reads `until`."""
     isolation.enter(scratch, readable=[path])
     launch, configure = _loaded(spec, path)
     cases = _cases(failing, passing, seed)
     confirm = _cases(_confirming(spec, failing + passing), [], seed + 1)
     budget = _budget(cases + confirm)
+    first_look = np.prod(spec.geometry.grid(cases[0].shape.M, cases[0].shape.N)) > 1
     stop = len(order)
+    began = time.process_time()
     for index, (rank, (site, choice, edit)) in enumerate(order):
-        if time.time() > until or index >= stop:
+        used = time.process_time() - began
+        if used > cpu or time.time() > until or index >= stop:
             break
-        conn.send(_Trying(index))
-        configure(site, choice, budget)
+        conn.send(_Trying(index, used))
+        # Most repairs are wrong in every block: the first block alone shows it, at a
+        # fraction of the time where the case has many.
+        configure(site, choice, budget, 1)
+        if first_look and not cases[0].right(launch, where_written=True):
+            continue
+        configure(site, choice, budget, 0)
         if not all(case.right(launch) for case in cases):
             continue
         conn.send(_Confirming())  # bigger cases: the parent waits longer
@@ -610,15 +626,28 @@ def _order(text: str, candidates: list, hints: Hints, evidence: str, spec: Kerne
     distance = edits.related_lines(text, start)
     far = 1 + max(distance.values(), default=0)
     barriers = hints.barriers or "__syncthreads()" in evidence
+    pairs = edits.multiplied(text)
 
     def key(candidate):
         edit = candidate[2]
         if barriers and edit.operator == "add barrier" or hints.dimensions and _crosswise(edit):
             return -1, 0, distance.get(edit.line, far)
-        many = edit.operator in _MANY
+        many = _many(edit, pairs)
         return distance.get(edit.line, far) + many, many, distance.get(edit.line, far)
 
     return sorted(items, key=key)
+
+
+def _many(edit: edits.Edit, pairs: set) -> bool:
+    """Whether a repair is of a rule that gives many at a place (a factor, a term, a
+    variable), unless the kernel's own text points at it: a factor it multiplies this
+    operand by elsewhere (by * BM * N where the column's product lacks by), a product
+    it writes elsewhere (bx * BN) rather than a lone name."""
+    if edit.operator == "add factor":
+        return frozenset((edit.before, edit.text.rsplit(" * ", 1)[-1])) not in pairs
+    if edit.operator == "add term":
+        return not edit.text.endswith(")")  # `(sum) + name`, not `(sum) + (product)`
+    return edit.operator == "variable"
 
 
 def _crosswise(edit: edits.Edit) -> bool:
@@ -629,10 +658,6 @@ def _crosswise(edit: edits.Edit) -> bool:
     return edit.operator == "dimension" or (
         edit.operator == "builtin" and old.split(".")[0] == new.split(".")[0]
     )  # fmt: skip
-
-
-# Rules that give many repairs at a place: the kernel's own terms, factors and variables.
-_MANY = {"add term", "add factor", "variable"}
 
 
 def localize(
@@ -670,13 +695,14 @@ def localize(
     if not wrong:
         return Finding(evidence, wrong, (), 0, 0, time.monotonic() - began)
     order = _order(built.text, built.candidates, hints or built.hints, evidence, spec)
-    until = time.time() + float(os.environ.get("SGEMM_LOCALIZE_S", SEARCH_S))
+    cpu = float(os.environ.get("SGEMM_LOCALIZE_S", SEARCH_S))
+    until = time.time() + WALL * cpu
     searches = max(1, min(SEARCHES, os.cpu_count() or 1))
     found, tried = [], 0
     with ThreadPoolExecutor(searches) as pool:
         ranked = list(enumerate(order))
         parts = [ranked[i::searches] for i in range(searches)]
-        args = (spec, built.variants, failing, passing, seed, until, scratch)
+        args = (spec, built.variants, failing, passing, seed, cpu, until, scratch)
         for part_found, part_tried in pool.map(lambda part: _search_part(part, *args), parts):
             found += part_found
             tried += part_tried
@@ -684,19 +710,20 @@ def localize(
     return Finding(evidence, wrong, tuple(found), tried, len(order), time.monotonic() - began)
 
 
-def _search_part(order, spec, path, failing, passing, seed, until, scratch):
-    """Search one share of the repairs in children, starting a new one after a repair
-    that crashed its child or looped past CANDIDATE_S; (repairs found, repairs tried)."""
+def _search_part(order, spec, path, failing, passing, seed, cpu, until, scratch):
+    """Search one share of the repairs in children, for `cpu` seconds of their CPU in
+    all, starting a new one after a repair that crashed its child or looped past
+    CANDIDATE_S; (repairs found, repairs tried)."""
     found, start, tried = [], 0, 0
-    for _ in range(RESTARTS + 1):
-        current, timeout = None, CANDIDATE_S
-        arguments = (spec, path, order[start:], failing, passing, seed, until, scratch)
+    while start < len(order) and time.time() <= until and cpu > 0:
+        current, timeout, used = None, STARTUP_S, 0.0
+        arguments = (spec, path, order[start:], failing, passing, seed, cpu, until, scratch)
         with Child(_search, *arguments, messages=MESSAGES) as child:
             while True:
                 message = child.receive(timeout, "trying repairs")
                 timeout = CANDIDATE_S
                 if isinstance(message, _Trying):
-                    current = start + message.index
+                    current, used = start + message.index, message.cpu
                     tried = current + 1
                 elif isinstance(message, _Confirming):
                     timeout = CONFIRM_S
@@ -706,7 +733,6 @@ def _search_part(order, spec, path, failing, passing, seed, until, scratch):
                     return found, tried
                 else:  # Hung, Died or Forged: go on after the repair it was trying
                     start = len(order) if current is None else current + 1
+                    cpu -= used + CANDIDATE_S  # what it had used, and the repair it died on
                     break
-        if start >= len(order) or time.time() > until:
-            break
     return found, tried

@@ -234,12 +234,13 @@ inline Diagnostics diagnostics[MAX_WORKERS];
 inline int site = -1;
 inline int choice = 0;
 inline long budget = 0;  // accesses one thread may make in one block; 0: no limit
+inline long first_blocks = 0;  // how many of the grid's first blocks a launch runs; 0: all
 #ifdef CPU_DIAGNOSE
 inline bool watch = true;  // races are watched for (shared arrays' Shadow)
 #endif
 
-extern "C" CPU_EXPORT void cpu_configure(int site_, int choice_, long budget_) {
-  site = site_, choice = choice_, budget = budget_;
+extern "C" CPU_EXPORT void cpu_configure(int site_, int choice_, long budget_, long blocks_) {
+  site = site_, choice = choice_, budget = budget_, first_blocks = blocks_;
 }
 
 inline void count_access();  // the budget (below)
@@ -922,7 +923,10 @@ inline void run_blocks(unsigned id, unsigned workers, bool reverse) {
     make_context(t.context, t.stack + 64, STACK_BYTES - 64 - skew, thread_main);
   }
   if (_setjmp(w.abort_launch)) return;
-  const long blocks = (long)grid.x * grid.y * grid.z;
+  long blocks = (long)grid.x * grid.y * grid.z;
+#ifdef CPU_BUDGET
+  if (first_blocks) blocks = std::min(blocks, first_blocks);
+#endif
   for (long b = id; b < blocks; b += workers) {
     if (stopped) {  // a lower block may fail too: the message names the lowest
       std::lock_guard<std::mutex> hold(report_lock);

@@ -26,6 +26,34 @@ def _parser():
     return tree_sitter.Parser(tree_sitter.Language(tree_sitter_cuda.language()))
 
 
+def _parsed(text: bytearray):
+    """text's tree, where a `<` after a variable's name is a comparison. C++'s grammar
+    cannot tell `ty < K && col >= N` from a template's arguments (`ty<K && col>`) without
+    knowing what `ty` names; tree-sitter guesses a template, and a comparison read so
+    gets none of the repairs a comparison has. So each `<` that opens arguments to a
+    variable is parsed again as `>`, which binds as tightly and opens nothing (the
+    tree's offsets, and so the text its nodes give, are the source's own)."""
+    tree = _parser().parse(bytes(text))
+    for _ in range(8):  # a misread may hide another inside its arguments
+        nodes = list(walk(tree.root_node))
+        variables = {_bytes(text, n) for n in nodes if n.type == "identifier"
+                     and n.parent is not None and n.parent.type != "function_declarator"
+                     and n.parent.child_by_field_name("declarator") == n}
+        misread = [n.child_by_field_name("arguments").start_byte for n in nodes
+                   if n.type == "template_function"
+                   and _bytes(text, n.child_by_field_name("name")) in variables]  # fmt: skip
+        if not misread:
+            return tree
+        for at in misread:
+            text[at : at + 1] = b">"
+        tree = _parser().parse(bytes(text))
+    return tree
+
+
+def _bytes(text: bytearray, node) -> bytes:
+    return bytes(text[node.start_byte : node.end_byte])
+
+
 @dataclass(frozen=True)
 class Source:
     """A source's text and its tree."""
@@ -44,7 +72,7 @@ class Source:
             marker = _LINE_MARKER.match(row)
             lines.append(0 if marker else number)
             number = int(marker.group(1)) if marker else number + 1
-        return cls(data, _parser().parse(blanked), tuple(lines))
+        return cls(data, _parsed(bytearray(blanked)), tuple(lines))
 
     @property
     def root(self):
