@@ -12,6 +12,7 @@ import pytest
 
 from autograder.course.assignments import assignment
 from autograder.measure import mutants
+from autograder.run.kernel import template_arguments
 
 # Two mutants of each step's exercise region, the same every run (spread over its rules).
 STEPS = ["02", "03", "04", "05", "06", "07", "08"]
@@ -67,3 +68,12 @@ def test_every_survivor_judged_by_hand_is_still_a_mutant_of_its_kernel():
         lines = {" ".join(spec.source.splitlines()[int(row["line"]) - 1].split())
                  for e, spec in mutants.mutants_of(kernel) if e.line == int(row["line"])}  # fmt: skip
         assert row["mutated"] in lines, row
+
+
+@pytest.mark.parametrize("declared", ["int", "const int", "unsigned int", "uint"])
+def test_two_tile_parameters_of_one_value_are_told_equal_however_they_are_declared(declared):
+    # `template <const int BM, ...>` (how most public kernels declare their tiles) was
+    # read as no template: its TN-for-BK mutant, where both are 8, then rested on
+    # comparing PTX alone, and was once counted a survivor.
+    source = f"template <{declared} BK, {declared} TN> __global__ void k(float *C) {{}}"
+    assert template_arguments(source, "k<8, 8>") == {"BK": 8, "TN": 8}

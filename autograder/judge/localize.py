@@ -53,7 +53,7 @@ from .checker import (
 # same message). SGEMM_LOCALIZE_S sets another.
 SEARCH_S = 4.0
 WALL = 4  # times SEARCH_S the clock may take, however busy the machine
-CANDIDATE_S = 2.0  # one repair's runs, before it is taken for an endless loop
+CANDIDATE_S = 2.0  # a repair's first look, before it is taken for an endless loop
 STARTUP_S = 10.0  # a child's start (its library loaded, its cases drawn) and first repair
 PREPARE_S = 600.0  # the two libraries' builds (the repairs' library's up to five times)
 EVIDENCE_S = 30.0  # the kernel as written, on the failing cases, in the diagnostic build
@@ -558,7 +558,7 @@ def _cost(spec: KernelSpec, shape: Shape) -> int:
 # what a wrong repair can fit (a tile's rows past M are zeros either way), so before it
 # counts, a repair runs cases that fill several tiles in every direction.
 CONFIRM = ((EXACT_SIZE, BETA), (Shape(200, 300, 60), 0.0))
-CONFIRM_S = 60.0  # what the confirming cases may take, beside CANDIDATE_S
+CONFIRM_S = 60.0  # a repair past its first look: every case, and the confirming ones
 
 
 def _confirming(spec: KernelSpec, tried: list) -> list[tuple[Shape, float]]:
@@ -591,10 +591,13 @@ def _search(conn, spec, path, order, failing, passing, seed, cpu, until, scratch
         if first_look and not cases[0].right(launch, where_written=True):
             continue
         configure(site, choice, budget, 0)
-        if not all(case.right(launch) for case in cases):
+        if not first_look and not cases[0].right(launch):
             continue
-        conn.send(_Confirming())  # bigger cases: the parent waits longer
-        if all(case.right(launch) for case in confirm):
+        # Past its first look, a repair runs every case, each far bigger than a block of
+        # the first: the parent waits longer (within CANDIDATE_S, the right repair of a
+        # kernel of 1024-thread blocks was once taken for an endless loop, and lost).
+        conn.send(_Confirming())
+        if all(case.right(launch) for case in (cases if first_look else cases[1:]) + confirm):
             repair = Repair(edit.line, edit.operator, edit.before, edit.swapped, edit.context, rank)
             conn.send(_Found(repair))
             # Go on a little, for a repair on another line that would make it ambiguous.

@@ -120,7 +120,7 @@ def template_arguments(source: str, name_expression: str) -> dict[str, int]:
         return {}
     # "int SLIDE = 0": a parameter with a default, which the expression may leave out.
     declared = [p.split("=") for p in m.group(1).split(",")]
-    if not all(d[0].split()[:1] == ["int"] for d in declared):
+    if not all(set(d[0].split()[:-1]) - {"const"} <= _INTEGERS for d in declared):
         return {}
     names = [d[0].split()[-1] for d in declared]
     defaults = [d[1].strip() if len(d) > 1 else None for d in declared]
@@ -129,6 +129,10 @@ def template_arguments(source: str, name_expression: str) -> dict[str, int]:
     if len(names) != len(values) or not all(v and v.lstrip("-").isdigit() for v in values):
         return {}
     return {n: int(v) for n, v in zip(names, values, strict=True)}
+
+
+# The types of a template's integer parameters (`const int BM`, `uint TM`).
+_INTEGERS = {"int", "unsigned", "uint", "long", "short", "size_t", "int32_t", "uint32_t"}
 
 
 def _strip_comments(source: str) -> str:
