@@ -741,8 +741,7 @@ def _terms(k: Kernel) -> list[str]:
     blockIdx.y * BS left out of the rows)."""
     found = {}
     for node in k.nodes():
-        if not (node.type == "binary_expression" and k.kind(node) == "int"
-                and k.text(node.child_by_field_name("operator")) == "*"):  # fmt: skip
+        if not _is_product(k, node) or k.kind(node) != "int":
             continue
         parent = node.parent
         if parent.type == "binary_expression":

@@ -587,9 +587,10 @@ def _search(conn, spec, path, order, failing, passing, seed, cpu, until, scratch
         conn.send(_Trying(index, used))
         # Most repairs are wrong in every block: the first block alone shows it, at a
         # fraction of the time where the case has many.
-        configure(site, choice, budget, 1)
-        if first_look and not cases[0].right(launch, where_written=True):
-            continue
+        if first_look:
+            configure(site, choice, budget, 1)
+            if not cases[0].right(launch, where_written=True):
+                continue
         configure(site, choice, budget, 0)
         if not first_look and not cases[0].right(launch):
             continue
