@@ -15,7 +15,7 @@ import pytest
 from planted import planted
 
 from autograder import KernelSpec, judge
-from autograder.judge import checker, edits, localize
+from autograder.judge import checker, edits, localize, suspects
 from autograder.judge.causes import by_cause
 from autograder.judge.checker import SMALL, Shape
 from autograder.ladder import registry
@@ -298,6 +298,43 @@ def test_a_factor_the_kernel_multiplies_by_elsewhere_is_tried_before_any_other()
     order = localize._order(text, edits.repairs(text), localize.Hints(), "", spec)
     factors = [e.text for _, _, e in order if e.operator == "add factor" and e.before == "N"]
     assert factors[0] == "N * row", factors
+
+
+def test_a_repair_that_makes_a_slipped_line_read_like_its_twin_is_tried_first(monkeypatch):
+    # B's tile store took ty for tx; A's, on the line above, still reads `ty * TS + tx`.
+    # Of the repairs on the line, the one that makes it read like its twin is tried
+    # first of its rule's (one name for another, a rule that gives many: only a rule of
+    # few comes before it), hundreds of repairs earlier than without the kernel's own
+    # text to go by.
+    spec = other_style("Bs[ty * TS + tx] = B", "Bs[ty * TS + ty] = B")
+    text, right = cpu.preprocessed(spec), cpu.preprocessed(other_style())
+    repairs = edits.repairs(text)
+    twin = next(e for e in repairs if e.apply(Source.parse(text)) == right)
+
+    def ranks():
+        order = [e for _, _, e in localize._order(text, repairs, localize.Hints(), "", spec)]
+        alike = [e for e in order if e.line == twin.line and e.operator == twin.operator]
+        return alike.index(twin), order.index(twin)
+
+    first_of_its_rule, rank = ranks()
+    assert first_of_its_rule == 0
+    monkeypatch.setattr(suspects, "Familiarity", lambda text: lambda edit: 0)
+    assert ranks()[1] > rank + 300
+
+
+def test_how_ordinary_a_repair_reads_is_judged_on_its_expression_not_its_statement():
+    # Dropping a statement, or adding a barrier, leaves code around it that says
+    # nothing of whether it belongs: neither scores. Making B's store read like A's does.
+    spec = other_style("Bs[ty * TS + tx] = B", "Bs[ty * TS + ty] = B")
+    text = cpu.preprocessed(spec)
+    familiar = suspects.Familiarity(text)
+    scores = {}
+    for e in edits.repairs(text):
+        if e.line == 16:
+            scores.setdefault((e.operator, e.text.strip()), []).append(familiar(e))
+    assert scores[("drop statement", ";")] == [0] and scores[("add barrier", edits.BARRIER)] == [0]
+    best = max(max(v) for v in scores.values())
+    assert best == max(scores[("variable", "tx")]) > 0
 
 
 def test_every_repair_of_a_kernel_written_in_another_style_compiles_in_the_schema():

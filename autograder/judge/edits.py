@@ -116,7 +116,7 @@ def _kind(type_text: str, declarator) -> str:
     return base + suffix if base != "other" else "other"
 
 
-def _declared_name(declarator, source: Source) -> str:
+def declared_name(declarator, source: Source) -> str:
     d = declarator
     while d is not None and d.type != "identifier":
         if d.type == "reference_declarator":
@@ -157,7 +157,7 @@ class Kernel:
             found = []
             for p in params.named_children if params else []:
                 kind = _type_name(p.child_by_field_name("type"), self.source)
-                name = _declared_name(p.child_by_field_name("declarator"), self.source)
+                name = declared_name(p.child_by_field_name("declarator"), self.source)
                 if kind in INT_TYPES and name:
                     found.append(Symbol(name, "int", "template", -1))
             for child in node.children:
@@ -175,7 +175,7 @@ class Kernel:
                 if p.type not in ("parameter_declaration", "optional_parameter_declaration"):
                     continue
                 d = p.child_by_field_name("declarator")
-                name = _declared_name(d, self.source)
+                name = declared_name(d, self.source)
                 if name:
                     kind = _kind(_type_name(p.child_by_field_name("type"), self.source), d)
                     scope[name] = Symbol(name, kind, "parameter", start)
@@ -207,7 +207,7 @@ class Kernel:
         if "__shared__" in words:
             role = "shared"
         for d in declaration.children_by_field_name("declarator"):
-            name = _declared_name(d, self.source)
+            name = declared_name(d, self.source)
             if name:
                 scope[name] = Symbol(name, _kind(type_text, d), role, function)
 
@@ -393,7 +393,7 @@ def _exchanges(k: Kernel, node) -> Iterator[tuple[str, str]]:
     """(replacement, rule) for an identifier or a thread index exchanged with another
     of its class: both directions, so these are their own repairs."""
     if node.type == "field_expression":
-        if _assigned(node):
+        if assigned(node):
             return
         base = node.child_by_field_name("argument")
         field_ = node.child_by_field_name("field")
@@ -434,7 +434,7 @@ def _exchanges(k: Kernel, node) -> Iterator[tuple[str, str]]:
             yield s.name, rule
 
 
-def _assigned(node) -> bool:
+def assigned(node) -> bool:
     """Whether node is written to or has its address taken: what replaces it must
     stay an lvalue, which a switch between alternatives is not."""
     parent = node.parent
@@ -446,12 +446,12 @@ def _assigned(node) -> bool:
         return True
     if parent.type == "pointer_expression" and parent.text.startswith(b"&"):
         return True
-    return parent.type in ("subscript_expression", "field_expression") and _assigned(parent)
+    return parent.type in ("subscript_expression", "field_expression") and assigned(parent)
 
 
 def _used_as_value(identifier) -> bool:
     parent = identifier.parent
-    if parent is None or _assigned(identifier):
+    if parent is None or assigned(identifier):
         return False
     if parent.type in ("init_declarator", "array_declarator", "pointer_declarator",
                        "function_declarator", "parameter_declaration", "declaration"):
@@ -543,7 +543,7 @@ def _conditions(k: Kernel, node) -> Iterator[tuple[str, str]]:
 def _swapped_indices(k: Kernel, node) -> Iterator[tuple[str, str]]:
     """The two indices of a 2D subscript exchanged (As[tx][ty] for As[ty][tx]): a tile
     stored or read transposed. Its own inverse."""
-    if node.type != "subscript_expression" or _assigned(node):
+    if node.type != "subscript_expression" or assigned(node):
         return
     inner = node.child_by_field_name("argument")
     if inner is None or inner.type != "subscript_expression":
@@ -726,7 +726,7 @@ def repairs(text: str, lines: tuple[int, int] | None = None) -> list[Edit]:
     for declaration in _float_locals_without_value(k):
         for d in declaration.children_by_field_name("declarator"):
             if d.type in ("identifier", "array_declarator"):
-                name = _declared_name(d, k.source)
+                name = declared_name(d, k.source)
                 found.append(Edit(declaration.end_byte, declaration.end_byte,
                                   f" __cpu::zero({name});", k.line(declaration),
                                   "add initial value", "", "insert"))  # fmt: skip
@@ -741,7 +741,7 @@ def _terms(k: Kernel) -> list[str]:
     blockIdx.y * BS left out of the rows)."""
     found = {}
     for node in k.nodes():
-        if not _is_product(k, node) or k.kind(node) != "int":
+        if not is_product(k, node) or k.kind(node) != "int":
             continue
         parent = node.parent
         if parent.type == "binary_expression":
@@ -889,114 +889,6 @@ def _added_factors(k: Kernel, node) -> list[Edit]:
     return []
 
 
-# ---- where a mistake may be -------------------------------------------------------------------
-
-
-def multiplied(text: str) -> set[frozenset[str]]:
-    """Each pair of operands the kernel multiplies together somewhere, in one product
-    however long (bx * BLOCKSIZE * n pairs n with bx and with BLOCKSIZE)."""
-    k = Kernel.parse(text)
-    pairs = set()
-    for node in walk(k.source.root):
-        if not _is_product(k, node) or _is_product(k, node.parent):
-            continue
-        leaves, stack = [], [node]
-        while stack:
-            n = stack.pop()
-            if _is_product(k, n):
-                stack += [n.child_by_field_name("left"), n.child_by_field_name("right")]
-            else:
-                leaves.append(re.sub(r"\s+", " ", k.text(n)))
-        pairs |= {frozenset((a, b)) for a in leaves for b in leaves if a != b}
-    return pairs
-
-
-def _is_product(k: Kernel, node) -> bool:
+def is_product(k: Kernel, node) -> bool:
     return node is not None and node.type == "binary_expression" and k.text(
         node.child_by_field_name("operator")) == "*"  # fmt: skip
-
-
-def related_lines(text: str, seeds: set[int], depth: int = 4) -> dict[int, int]:
-    """The lines a mistake behind what happened on `seeds` may be on, each with how far
-    it is from them: 0 for a seed; then the lines that set the variables a line reads,
-    and the conditions and loop headers it runs under, one step further each."""
-    k = Kernel.parse(text)
-    writes: dict[str, set[int]] = {}
-    reads: dict[int, set[str]] = {}
-    controls: dict[int, set[int]] = {}
-    for node in walk(k.source.root):
-        if not inside_body(node):
-            continue
-        line = k.line(node)
-        if node.type == "identifier":
-            name = k.text(node)
-            parent = node.parent
-            declared = parent is not None and parent.type in ("init_declarator", "array_declarator",
-                                                             "declaration") and (
-                parent.child_by_field_name("declarator") == node)  # fmt: skip
-            if declared or _assigned(node):
-                writes.setdefault(name, set()).add(line)
-            if not declared:
-                reads.setdefault(line, set()).add(name)
-        if node.type in ("if_statement", "for_statement", "while_statement"):
-            header = node.child_by_field_name("condition") or node
-            first = k.line(header)
-            for inner in range(k.line(node), k.source.line(node.end_point.row) + 1):
-                if inner != first:
-                    controls.setdefault(inner, set()).add(first)
-        if node.type in ("expression_statement", "declaration") and node.start_point.row != node.end_point.row:
-            span = range(line, k.source.line(node.end_point.row) + 1)
-            for a in span:  # a statement over several lines is one place
-                controls.setdefault(a, set()).update(b for b in span if b != a)
-    distance = {line: 0 for line in seeds}
-    frontier = set(seeds)
-    for step in range(1, depth + 1):
-        reached = set()
-        for line in frontier:
-            reached |= controls.get(line, set())
-            for name in reads.get(line, ()):
-                reached |= writes.get(name, set())
-        frontier = {line for line in reached if line not in distance}
-        for line in frontier:
-            distance[line] = step
-    return distance
-
-
-def lines_using(text: str, name: str) -> set[int]:
-    """The lines of function bodies that read `name`."""
-    k = Kernel.parse(text)
-    return {k.line(n) for n in walk(k.source.root)
-            if n.type == "identifier" and k.text(n) == name and inside_body(n)}  # fmt: skip
-
-
-def parameters(text: str, kernel: str) -> list[str]:
-    """The names of the parameters of the function `kernel` (a name, template arguments
-    allowed: "sgemm<128, 8>"), as its definition declares them."""
-    name = kernel.split("<", 1)[0].strip()
-    k = Kernel.parse(text)
-    for node in walk(k.source.root):
-        if node.type != "function_declarator":
-            continue
-        declared = node.child_by_field_name("declarator")
-        if declared is None or k.text(declared) != name:
-            continue
-        params = node.child_by_field_name("parameters")
-        return [_declared_name(p.child_by_field_name("declarator"), k.source)
-                for p in (params.named_children if params else [])
-                if p.type in ("parameter_declaration", "optional_parameter_declaration")]
-    return []
-
-
-def lines_storing_shared(text: str) -> set[int]:
-    """The lines of function bodies that store to a __shared__ array (directly, or
-    through a pointer taken of one: *reinterpret_cast<float4*>(&Bs[r][c]) = ...)."""
-    k = Kernel.parse(text)
-    shared = {s.name for node in walk(k.source.root) if node.type == "identifier"
-              for s in k.visible(node) if s.role == "shared"}  # fmt: skip
-    found = set()
-    for node in walk(k.source.root):
-        if node.type == "assignment_expression" and inside_body(node):
-            left = node.child_by_field_name("left")
-            if any(n.type == "identifier" and k.text(n) in shared for n in walk(left)):
-                found.add(k.line(node))
-    return found

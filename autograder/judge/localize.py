@@ -27,21 +27,20 @@ import re
 import time
 from concurrent import futures
 from concurrent.futures import Future, ThreadPoolExecutor
-from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
 
 from ..isolate import isolation
-from ..isolate.child import Child, Died, Forged, Hung
+from ..isolate.child import Child
 from ..ladder import registry
 from ..run import cpu, syntax
 from ..run.backends import KernelFault
 from ..run.compiler import CompileError
 from ..run.kernel import KernelSpec
 from ..run.syntax import Source, walk
-from . import edits
+from . import edits, suspects
 from .checker import (
     ALPHA, BETA, EXACT_SIZE, GUARD, RACED, SENTINEL, UNSET_LOCAL, UNWRITTEN_NAN, Shape, _pad_for,
     _padded, elementwise_tolerance,
@@ -577,6 +576,10 @@ def _search(conn, spec, path, order, failing, passing, seed, cpu, until, scratch
     cases = _cases(failing, passing, seed)
     confirm = _cases(_confirming(spec, failing + passing), [], seed + 1)
     budget = _budget(cases + confirm)
+    # A repair that loops runs to its budget: on the first case, the first case's (a
+    # budget drawn for the largest case made each such repair cost a second, and on a
+    # slower CPU two of them ended the search as if they had hung).
+    look = _budget(cases[:1])
     first_look = np.prod(spec.geometry.grid(cases[0].shape.M, cases[0].shape.N)) > 1
     stop = len(order)
     began = time.process_time()
@@ -587,13 +590,10 @@ def _search(conn, spec, path, order, failing, passing, seed, cpu, until, scratch
         conn.send(_Trying(index, used))
         # Most repairs are wrong in every block: the first block alone shows it, at a
         # fraction of the time where the case has many.
-        if first_look:
-            configure(site, choice, budget, 1)
-            if not cases[0].right(launch, where_written=True):
-                continue
-        configure(site, choice, budget, 0)
-        if not first_look and not cases[0].right(launch):
+        configure(site, choice, look, int(first_look))
+        if not cases[0].right(launch, where_written=first_look):
             continue
+        configure(site, choice, budget, 0)
         # Past its first look, a repair runs every case, each far bigger than a block of
         # the first: the parent waits longer (within CANDIDATE_S, the right repair of a
         # kernel of 1024-thread blocks was once taken for an endless loop, and lost).
@@ -613,31 +613,36 @@ def _order(text: str, candidates: list, hints: Hints, evidence: str, spec: Kerne
     the evidence points at (the access it stopped on, where the float read before it
     had a value was declared, where beta is used when only cases with beta != 0 fail;
     or else where C is stored), a rule with few repairs a place a step further out
-    than one with many (a term of the kernel's own, a factor, a variable)."""
+    than one with many (a term of the kernel's own, a factor, a variable), and each
+    trigram a repair makes the code around it share with the rest of the kernel half a
+    step nearer (suspects.Familiarity: a slip makes its line read unlike its twins)."""
     items = [c if isinstance(c, tuple) else (0, 0, c) for c in candidates]
+    kernel = edits.Kernel.parse(text)
     named = {int(n) for n in re.findall(rf"(?:{re.escape(spec.filename)}:|line )(\d+)", evidence)}
     start = set(hints.lines) | named
     if hints.beta:
-        names = edits.parameters(text, spec.name_expression)
-        start |= edits.lines_using(text, names[6]) if len(names) > 6 else set()
+        names = suspects.parameters(kernel, spec.name_expression)
+        start |= suspects.lines_using(kernel, names[6]) if len(names) > 6 else set()
     if hints.unset:
-        start |= {d.locals[0].line for d in syntax.own_floats(Source.parse(text))
+        start |= {d.locals[0].line for d in syntax.own_floats(kernel.source)
                   if any(v.value is None for v in d.locals)}  # fmt: skip
     if hints.unwritten:  # what was read unwritten is what the stores to shared memory miss
-        start |= edits.lines_storing_shared(text)
+        start |= suspects.lines_storing_shared(kernel)
     if not start:
         start = {e.line for _, _, e in items if re.search(r"\bC\s*\[", e.before)}
-    distance = edits.related_lines(text, start)
+    distance = suspects.related_lines(kernel, start)
     far = 1 + max(distance.values(), default=0)
     barriers = hints.barriers or "__syncthreads()" in evidence
-    pairs = edits.multiplied(text)
+    pairs = suspects.multiplied(kernel)
+    familiar = suspects.Familiarity(text)
 
     def key(candidate):
         edit = candidate[2]
+        steps = distance.get(edit.line, far)
         if barriers and edit.operator == "add barrier" or hints.dimensions and _crosswise(edit):
-            return -1, 0, distance.get(edit.line, far)
+            return -1, 0, steps
         many = _many(edit, pairs)
-        return distance.get(edit.line, far) + many, many, distance.get(edit.line, far)
+        return steps + many - familiar(edit) / 2, many, steps
 
     return sorted(items, key=key)
 
