@@ -337,6 +337,16 @@ def test_how_ordinary_a_repair_reads_is_judged_on_its_expression_not_its_stateme
     assert best == max(scores[("variable", "tx")]) > 0
 
 
+def test_repairs_on_two_lines_give_one_cause_that_lists_both_and_names_neither():
+    # The store lost its alpha: alpha times the sum (line 22) or times each of its
+    # products (line 18) makes every case pass, and nothing tells which was meant.
+    spec = other_style("C[row * N + col] = alpha * acc + beta", "C[row * N + col] = acc + beta")
+    causes = by_cause(judge.check(spec, backend="cpu").cases)
+    assert len(causes) == 1 and causes[0].diagnosis.line is None, causes
+    said = str(causes[0].diagnosis)
+    assert "other_style.cu:22" in said and "other_style.cu:18" in said, said
+
+
 def test_every_repair_of_a_kernel_written_in_another_style_compiles_in_the_schema():
     # A repair the schema cannot hold is dropped with its whole line (localize.build):
     # here every line would have lost its own.

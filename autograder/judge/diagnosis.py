@@ -14,6 +14,9 @@ there is, and every case the cause explains is grouped under it:
    case with beta = 0 passes), an index mistake that reproduces C exactly
    (autograder.judge.mapping), C right but for alpha or beta.
 
+Repairs on several lines, each making every case pass alone, are one cause too:
+the message lists their lines, but names none as the mistake's.
+
 A line is named only when a repair confirmed it, or when the evidence itself is
 about that line (where the bad access was made, where the variable read before it
 had a value was declared).
@@ -77,7 +80,25 @@ def diagnose(cases: list, finding: Finding | None, filename: str) -> list[tuple[
         if confirmed or _explains_all(found, failing):
             return [(found, failing)]
         return _grouped(failing, found, where)
+    if finding is not None and finding.repairs:
+        return [(_on_several_lines(finding, failing, where), failing)]
     return _grouped(failing, None, where)
+
+
+def _on_several_lines(finding: Finding, failing: list, where) -> Diagnosis:
+    """Repairs on several lines, each making every case pass alone (a factor alpha
+    belongs in the sum or in each of its terms): one bug, on one of them; the evidence
+    cannot tell which, so none is named as the mistake's."""
+    message = f"{_sentence(failing[0].message)}; {_several_words(finding, where)}"
+    evidence = f"{REPAIRED}, on each of several lines; {_search_words(finding)}"
+    return Diagnosis("line", message, None, evidence)
+
+
+def _several_words(finding: Finding, where) -> str:
+    lines = list(dict.fromkeys(r.line for r in finding.repairs))  # in the order tried
+    listed = ", or at ".join(where(n) for n in lines[:3])
+    more = f" (or at {len(lines) - 3} more lines)" if len(lines) > 3 else ""
+    return f"one change at {listed}{more}, makes every case pass"
 
 
 def _confirmed(finding: Finding | None) -> tuple[Repair, ...]:
@@ -298,8 +319,11 @@ def where_it_stopped(finding: Finding | None, filename: str) -> str:
         return ""
     said = []
     confirmed = _confirmed(finding)
+    where = lambda line: f"{filename}:{line}"  # noqa: E731
     if confirmed:  # the line first: what the learner looks at
-        said.append(_repair_words(confirmed, lambda line: f"{filename}:{line}"))
+        said.append(_repair_words(confirmed, where))
+    elif finding.repairs:
+        said.append(_several_words(finding, where))
     if finding.evidence:
         said.append(f"on the CPU backend, {_strip_hint(finding.evidence)}")
     return "; ".join(said)
