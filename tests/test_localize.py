@@ -347,6 +347,19 @@ def test_repairs_on_two_lines_give_one_cause_that_lists_both_and_names_neither()
     assert "other_style.cu:22" in said and "other_style.cu:18" in said, said
 
 
+def test_a_mistake_in_a_macros_arguments_on_their_second_line_is_named_on_that_line():
+    # The preprocessor expands AT(...) on its first line (17); the mistake is on the
+    # second (18), and the message names the line the learner wrote it on.
+    from dataclasses import replace
+
+    spec = other_style("Bs[ty * TS + tx] = B[(k0 + ty) * N + col];",
+                       "Bs[ty * TS + tx] = AT(B,\n                           (k0 + ty) * M + col);")
+    source = spec.source.replace("#define TS 16", "#define TS 16\n#define AT(p, i) (p)[i]")
+    spec = replace(spec, source=source)
+    causes = by_cause(judge.check(spec, backend="cpu").cases)
+    assert len(causes) == 1 and causes[0].diagnosis.line == 18, [str(c) for c in causes]
+
+
 def test_every_repair_of_a_kernel_written_in_another_style_compiles_in_the_schema():
     # A repair the schema cannot hold is dropped with its whole line (localize.build):
     # here every line would have lost its own.

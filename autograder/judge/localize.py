@@ -715,8 +715,30 @@ def localize(
         for part_found, part_tried in pool.map(lambda part: _search_part(part, *args), parts):
             found += part_found
             tried += part_tried
-    found.sort(key=lambda r: r.rank)
+    rows = dict(zip(Source.parse(built.text).lines, built.text.split("\n")))
+    found = sorted((_on_own_line(r, rows, spec.source) for r in found), key=lambda r: r.rank)
     return Finding(evidence, wrong, tuple(found), tried, len(order), time.monotonic() - began)
+
+
+def _on_own_line(repair: Repair, rows: dict[int, str], source: str) -> Repair:
+    """The repair on the learner's own line. The preprocessor expands a macro whose
+    arguments span several lines on the first of them, leaving each of the others only
+    what follows the invocation (`rows`: the preprocessed row of each line): of those
+    lines, the one holding the text the repair changes, when exactly one does and the
+    first does not."""
+    lines = [_flat(line) for line in source.splitlines()]
+    bare = lambda text: text.replace(" ", "")  # noqa: E731
+    holds = lambda n: bare(_flat(repair.before)) in bare(lines[n - 1])  # noqa: E731
+    if not repair.before.strip() or repair.line > len(lines) or holds(repair.line):
+        return repair
+    swallowed, n = [], repair.line + 1
+    while n <= len(lines) and len(bare(_flat(rows.get(n, "")))) < len(bare(lines[n - 1])) and (
+        bare(lines[n - 1]).endswith(bare(_flat(rows.get(n, ""))))
+    ):  # fmt: skip
+        swallowed.append(n)
+        n += 1
+    holding = [n for n in swallowed if holds(n)]
+    return replace(repair, line=holding[0]) if len(holding) == 1 else repair
 
 
 def _search_part(order, spec, path, failing, passing, seed, cpu, until, scratch):
