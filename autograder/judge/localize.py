@@ -715,8 +715,9 @@ def localize(
         for part_found, part_tried in pool.map(lambda part: _search_part(part, *args), parts):
             found += part_found
             tried += part_tried
-    rows = dict(zip(Source.parse(built.text).lines, built.text.split("\n")))
-    found = sorted((_on_own_line(r, rows, spec.source) for r in found), key=lambda r: r.rank)
+    if found:  # the preprocessed text's rows, parsed only when a repair needs its line
+        rows = dict(zip(Source.parse(built.text).lines, built.text.split("\n")))
+        found = sorted((_on_own_line(r, rows, spec.source) for r in found), key=lambda r: r.rank)
     return Finding(evidence, wrong, tuple(found), tried, len(order), time.monotonic() - began)
 
 
