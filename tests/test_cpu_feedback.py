@@ -237,6 +237,28 @@ def test_an_access_through_a_raw_pointer_into_a_is_checked_against_a():
     assert re.search(r"read A\[\d+\], \d+ floats? past the end of A, at [\w.]+\.cu:30", text), text
 
 
+# A tile passed to a function is a plain pointer: a store past its end landed in the CPU
+# runtime's own memory and crashed the process (or hung it), naming nothing.
+TILE_LOAD = "As[ty][tx] = (row < M && k0 + tx < K) ? A[row * K + k0 + tx] : 0.0f;"
+STORES_PAST_A_TILE = {
+    "an element's address": [(TILE_LOAD, "(&As[0][0])[BS * BS + ty * BS + tx] = 1.0f;")],
+    "a row passed to a function": [
+        ("// [docs:kernel]\n", "__device__ void put(float* t, int i) { t[i] = 1.0f; }\n"),
+        (TILE_LOAD, "put(As[0], BS * BS + ty * BS + tx);"),
+    ],
+}
+
+
+@pytest.mark.parametrize("reached", STORES_PAST_A_TILE)
+def test_a_store_past_a_shared_array_through_a_pointer_is_named_on_the_array(reached):
+    text = messages(check(planted_all("03", *STORES_PAST_A_TILE[reached]), shapes=SMALL[:1]))
+    assert re.search(
+        r"thread \(\d+, \d+, 0\) of block \(\d+, \d+, 0\) indexed As\[\d+\]\[\d+\], past the "
+        r"end of the shared array As\[32\]\[32\] \(1024 elements\), at [\w.]+\.cu:\d+",
+        text,
+    ), text
+
+
 def test_printf_of_a_shared_element_and_a_pointer_builds_and_runs():
     source = PUBLISHED_STYLE.replace(
         "    __syncthreads();\n#pragma unroll",

@@ -243,6 +243,12 @@ extern "C" CPU_EXPORT void cpu_configure(int site_, int choice_, long budget_, l
   site = site_, choice = choice_, budget = budget_, first_blocks = blocks_;
 }
 
+// The most accesses a thread made in one block of the last launch (a block that
+// faulted not counted): what a version of the kernel may need is measured on the
+// kernel as written, not guessed.
+inline std::atomic<long> most_accesses{0};
+extern "C" CPU_EXPORT long cpu_most_accesses() { return most_accesses; }
+
 inline void count_access();  // the budget (below)
 #endif
 
@@ -322,16 +328,23 @@ inline void note(const char* matrix, const std::string& what) {
   notes.push_back({matrix, b, who(t) + " " + what});
 }
 
+struct ArrayInfo;
+[[noreturn]] inline void outside_bytes(const ArrayInfo& info, std::ptrdiff_t byte, size_t bytes,
+                                       const Where& w);
+
 // A pointer that checks every access. Pointers into A, B and C know their
-// matrix's extent; others (shared memory, registers) are checked for alignment.
+// matrix's extent, and pointers into a shared or a thread's own array (an array
+// passed to a function) that array's: a write past it would otherwise land in the
+// runtime's own memory. Others are checked for alignment.
 template <class T>
 struct ptr {
   T* p = nullptr;
-  const char* base = nullptr;  // the matrix; nullptr: extent unknown
+  const char* base = nullptr;  // the matrix or the array; nullptr: extent unknown
   const char* end = nullptr;
-  const char* lo = nullptr;  // the padded buffer around it
+  const char* lo = nullptr;  // the padded buffer around a matrix; an array's own extent
   const char* hi = nullptr;
   const char* name = nullptr;
+  const ArrayInfo* array = nullptr;  // the array it points into, if any
   Where where;  // the line that last moved this pointer (for *p and p->x)
 
   ptr() = default;
@@ -346,13 +359,20 @@ struct ptr {
   }
   template <class U, class = std::enable_if_t<std::is_convertible_v<U*, T*>>>
   ptr(const ptr<U>& o)
-      : p(o.p), base(o.base), end(o.end), lo(o.lo), hi(o.hi), name(o.name), where(o.where) {}
+      : p(o.p), base(o.base), end(o.end), lo(o.lo), hi(o.hi), name(o.name), array(o.array),
+        where(o.where) {}
   template <class U, class = std::enable_if_t<!std::is_convertible_v<U*, T*>>, class = void>
   explicit ptr(const ptr<U>& o)
-      : p((T*)o.p), base(o.base), end(o.end), lo(o.lo), hi(o.hi), name(o.name), where(o.where) {}
+      : p((T*)o.p), base(o.base), end(o.end), lo(o.lo), hi(o.hi), name(o.name), array(o.array),
+        where(o.where) {}
   ptr(T* matrix, size_t count, T* buffer, size_t buffer_count, const char* matrix_name)
       : p(matrix), base((const char*)matrix), end((const char*)(matrix + count)),
         lo((const char*)buffer), hi((const char*)(buffer + buffer_count)), name(matrix_name) {}
+  // An element of an array of `count` elements starting at `data`.
+  template <class U>
+  ptr(T* element, U* data, size_t count, const ArrayInfo* info)
+      : p(element), base((const char*)data), end((const char*)(data + count)), lo(base),
+        hi(end), array(info) {}
 
   CPU_HOT T& at(std::ptrdiff_t i, const Where& w) const {
 #ifdef CPU_BUDGET
@@ -387,6 +407,7 @@ struct ptr {
   // padding whose value is never used: on a GPU it reads another buffer's
   // data, or crashes, depending on what lies there.
   void outside(const char* c, const Where& w) const {
+    if (array) outside_bytes(*array, c - base, end - base, w);
     const long element = (long)((c - base) / (long)sizeof(float));
     const long size = (long)((end - base) / (long)sizeof(float));
     const long distance = element >= size ? element - size + 1 : -element;
@@ -605,7 +626,7 @@ struct sref {
   sref& operator-=(T v) { return *this = (T)*this - v; }
   sref& operator*=(T v) { return *this = (T)*this * v; }
   sref& operator/=(T v) { return *this = (T)*this / v; }
-  ptr<T> operator&() const { return ptr<T>(p); }
+  ptr<T> operator&() const { return ptr<T>(p, data, info->count, info); }
 
  private:
   [[noreturn]] void unwritten() const {
@@ -628,6 +649,13 @@ struct sref {
         (info.local ? "" : " (on a GPU it reads or corrupts other shared data)"));
 }
 
+// Byte `byte` of an array of `bytes`, reached through a pointer.
+[[noreturn]] inline void outside_bytes(const ArrayInfo& info, std::ptrdiff_t byte, size_t bytes,
+                                       const Where& w) {
+  const std::ptrdiff_t size = (std::ptrdiff_t)(bytes / info.count);
+  outside_array(info, byte < 0 ? -1 : byte / size, w);
+}
+
 template <class T, class A>  // A: the array type this view indexes, e.g. float[BK]
 struct sview {
   T* data;  // the whole array's
@@ -645,7 +673,7 @@ struct sview {
     else return sview<T, Sub>{data, info, at, count};
   }
   template <class U, class = std::enable_if_t<std::is_convertible_v<T*, U*>>>
-  operator ptr<U>() const { return ptr<U>(data + offset); }
+  operator ptr<U>() const { return ptr<U>(data + offset, data, count, info); }
 };
 
 template <class A>
@@ -693,7 +721,7 @@ struct bview {
   }
   // As the array decays to a pointer, when passed to a function.
   template <class U, class = std::enable_if_t<std::is_convertible_v<T*, U*>>>
-  operator ptr<U>() const { return ptr<U>(data + offset); }
+  operator ptr<U>() const { return ptr<U>(data + offset, data, count, info); }
 };
 
 template <class A>
@@ -964,6 +992,12 @@ inline void run_blocks(unsigned id, unsigned workers, bool reverse) {
 #ifdef CPU_DIAGNOSE
     if (!d.unwritten_read.empty()) stop(w, d.unwritten_read);
 #endif
+#ifdef CPU_BUDGET
+    long most = 0;
+    for (const Thread& t : threads) most = std::max(most, t.accesses);
+    for (long seen = most_accesses; most > seen;)
+      if (most_accesses.compare_exchange_weak(seen, most)) break;
+#endif
   }
 }
 
@@ -1011,6 +1045,9 @@ inline int launch(dim3 grid_, dim3 block_, bool reverse, unsigned workers,
   catch_crashes();
   grid = grid_, block = block_, kernel = std::move(body);
   stopped = false, error.clear(), notes.clear();
+#ifdef CPU_BUDGET
+  most_accesses = 0;
+#endif
   const long blocks = (long)grid.x * grid.y * grid.z;
   workers = (unsigned)std::max(1L, std::min<long>({(long)workers, (long)MAX_WORKERS, blocks}));
   std::vector<std::thread> helpers;
