@@ -12,7 +12,7 @@ import ctypes
 
 import numpy as np
 import pytest
-from planted import planted
+from planted import planted, planted_all
 
 from autograder import KernelSpec, judge
 from autograder.judge import checker, edits, localize, suspects
@@ -189,6 +189,33 @@ def test_a_repair_that_loops_for_ever_is_stopped_by_its_budget():
     result = checker.run_case(np, cpu._launcher(spec, library), Shape(17, 19, 3), 0.0,
                               np.random.default_rng(0))  # fmt: skip
     assert "ran far longer than the kernel as written" in result.message, result.message
+
+
+# Step 05 with its outer product in a function that takes the registers as pointers, as
+# siboehm's warptiling kernel does: each access through them is counted, 277 per k.
+THROUGH_POINTERS = (
+    ("// [docs:kernel]\n", "template <int TM, int TN>\n__device__ void outer(float* acc, "
+     "const float* a, const float* b) {\n  for (int m = 0; m < TM; ++m)\n    for (int n = 0; "
+     "n < TN; ++n)\n      acc[m * TN + n] = acc[m * TN + n] + a[m] * b[n];\n}\n"),
+    ("for (int m = 0; m < TM; ++m) {\n#pragma unroll\n        for (int n = 0; n < TN; ++n) {\n"
+     "          acc[m][n] += regM[m] * regN[n];\n        }\n      }",
+     "outer<TM, TN>(&acc[0][0], regM, regN);"),
+)  # fmt: skip
+
+
+def test_a_kernel_that_reaches_its_registers_through_pointers_is_not_taken_for_endless():
+    # Held to the rate of a kernel that uses its registers by name, the right kernel was
+    # stopped as endless on a long K, and so was every repair of a mistake in it.
+    spec = planted_all("05", *THROUGH_POINTERS)
+    library = cpu.build(spec, "variants", source=cpu.preprocessed(spec))
+    launch, configure = localize._loaded(spec, library)
+    case = localize._Case.draw(Shape(64, 64, 4093), 0.0, np.random.default_rng(0))
+    configure(-1, 0, localize._budget([case]), 0)
+    assert not case.right(launch)
+    configure(-1, 0, localize._budget([case], localize.MEASURE_CAP * localize.RATE), 1)
+    rate = localize._rate(launch, library, case)
+    configure(-1, 0, localize._budget([case], rate), 0)
+    assert rate > localize.RATE and case.right(launch), rate
 
 
 @pytest.mark.parametrize("old, new, first, whole", [

@@ -432,10 +432,28 @@ def _cases(failing, passing, seed: int) -> list[_Case]:
     return [_Case.draw(s, b, rng) for s, b in [*failing, *passing]]
 
 
-def _budget(cases: list[_Case]) -> int:
+RATE = 256  # accesses a thread may make per k of its row of C (and 64 more), at least
+MEASURED = 4  # times the rate of the kernel as written, where that is more
+MEASURE_CAP = 8  # times RATE: a kernel as written that makes more is taken as endless
+
+
+def _budget(cases: list[_Case], rate: int = RATE) -> int:
     """Accesses one thread may make in one block before it is stopped, since a repair
-    may loop for ever: a right kernel's thread makes a few dozen per k of its row of C."""
-    return 256 * (max(c.shape.K for c in cases) + 64)
+    may loop for ever: a right kernel's thread makes a few dozen per k of its row of C,
+    unless it reaches its registers through pointers (_rate)."""
+    return rate * (max(c.shape.K for c in cases) + 64)
+
+
+def _rate(launch, path: Path, case: _Case) -> int:
+    """The rate of accesses the budget allows: RATE, or MEASURED times what the kernel
+    as written makes in the first block of `case`, where that is more (a thread that
+    passes its arrays of registers to a function makes hundreds per k, each counted;
+    a repair held to RATE was stopped as endless). A kernel as written that faults or
+    runs past MEASURE_CAP times RATE measures nothing."""
+    case.right(launch)
+    most = ctypes.CDLL(str(path)).cpu_most_accesses
+    most.restype = ctypes.c_long
+    return max(RATE, MEASURED * most() // (case.shape.K + 64))
 
 
 def _loaded(spec: KernelSpec, path: Path):
@@ -453,6 +471,7 @@ class _Evidence:
     text: str
     wrong: bool
     smallest: tuple[Shape, float] | None  # a small case that fails, when one was found
+    rate: int  # _rate's
 
 
 @dataclass(frozen=True)
@@ -487,8 +506,11 @@ def _witness(conn, spec, paths, failing, seed, scratch) -> None:
     isolation.enter(scratch, readable=[diagnose, variants])
     cases = _cases(failing, [], seed)
     evidence, wrong = "", False
+    launch, configure = _loaded(spec, variants)
+    configure(-1, 0, _budget(cases[:1], MEASURE_CAP * RATE), 1)
+    rate = _rate(launch, variants, cases[0])
     launch, configure = _loaded(spec, diagnose)
-    configure(-1, 0, _budget(cases), 0)
+    configure(-1, 0, _budget(cases, rate), 0)
     for case in cases:
         c = case.c0.copy()
         M, N, K, p = case.shape.M, case.shape.N, case.shape.K, case.pad
@@ -499,10 +521,10 @@ def _witness(conn, spec, paths, failing, seed, scratch) -> None:
             evidence = str(fault)
             break
     launch, configure = _loaded(spec, variants)
-    configure(-1, 0, _budget(cases), 0)
+    configure(-1, 0, _budget(cases, rate), 0)
     wrong = bool(evidence) or not all(case.right(launch) for case in cases)
     smallest = _shrunk(spec, launch, failing, seed) if wrong else None
-    conn.send(_Evidence(evidence, wrong, smallest))
+    conn.send(_Evidence(evidence, wrong, smallest, rate))
 
 
 # Sizes a shrinking case tries for each of M, N and K, smallest first.
@@ -568,18 +590,18 @@ def _confirming(spec: KernelSpec, tried: list) -> list[tuple[Shape, float]]:
     return [(Shape(*s), b) for s in spec.shapes for b in (0.0, BETA) if (Shape(*s), b) not in tried]
 
 
-def _search(conn, spec, path, order, failing, passing, seed, cpu, until, scratch) -> None:
+def _search(conn, spec, path, order, failing, passing, seed, rate, cpu, until, scratch) -> None:
     """Try the repairs `order` holds, in turn, for `cpu` seconds of this process's CPU
     or until the clock reads `until`."""
     isolation.enter(scratch, readable=[path])
     launch, configure = _loaded(spec, path)
     cases = _cases(failing, passing, seed)
     confirm = _cases(_confirming(spec, failing + passing), [], seed + 1)
-    budget = _budget(cases + confirm)
+    budget = _budget(cases + confirm, rate)
     # A repair that loops runs to its budget: on the first case, the first case's (a
     # budget drawn for the largest case made each such repair cost a second, and on a
     # slower CPU two of them ended the search as if they had hung).
-    look = _budget(cases[:1])
+    look = _budget(cases[:1], rate)
     first_look = np.prod(spec.geometry.grid(cases[0].shape.M, cases[0].shape.N)) > 1
     stop = len(order)
     began = time.process_time()
@@ -689,7 +711,7 @@ def localize(
         return None  # the verdicts stand without a line
     if built is None:
         return None
-    evidence, wrong = "", True
+    evidence, wrong, rate = "", True, RATE
     failing = sorted(failing, key=lambda c: _cost(spec, c[0]))
     # Cases that passed keep a repair honest where they are cheap; the confirming cases
     # (CONFIRM) do the rest.
@@ -698,7 +720,7 @@ def localize(
     with Child(_witness, spec, paths, failing, seed, scratch, messages=MESSAGES) as child:
         message = child.receive(EVIDENCE_S, "running the kernel in the diagnostic build")
         if isinstance(message, _Evidence):
-            evidence, wrong = message.text, message.wrong
+            evidence, wrong, rate = message.text, message.wrong, message.rate
             if message.smallest:
                 failing = [message.smallest, *failing]
     if not wrong:
@@ -711,7 +733,7 @@ def localize(
     with ThreadPoolExecutor(searches) as pool:
         ranked = list(enumerate(order))
         parts = [ranked[i::searches] for i in range(searches)]
-        args = (spec, built.variants, failing, passing, seed, cpu, until, scratch)
+        args = (spec, built.variants, failing, passing, seed, rate, cpu, until, scratch)
         for part_found, part_tried in pool.map(lambda part: _search_part(part, *args), parts):
             found += part_found
             tried += part_tried
@@ -742,20 +764,20 @@ def _on_own_line(repair: Repair, rows: dict[int, str], source: str) -> Repair:
     return replace(repair, line=holding[0]) if len(holding) == 1 else repair
 
 
-def _search_part(order, spec, path, failing, passing, seed, cpu, until, scratch):
+def _search_part(order, spec, path, failing, passing, seed, rate, cpu, until, scratch):
     """Search one share of the repairs in children, for `cpu` seconds of their CPU in
     all, starting a new one after a repair that crashed its child or looped past
     CANDIDATE_S; (repairs found, repairs tried)."""
     found, start, tried = [], 0, 0
     while start < len(order) and time.time() <= until and cpu > 0:
-        current, timeout, used = None, STARTUP_S, 0.0
-        arguments = (spec, path, order[start:], failing, passing, seed, cpu, until, scratch)
+        current, timeout, used, since = None, STARTUP_S, 0.0, time.monotonic()
+        arguments = (spec, path, order[start:], failing, passing, seed, rate, cpu, until, scratch)
         with Child(_search, *arguments, messages=MESSAGES) as child:
             while True:
                 message = child.receive(timeout, "trying repairs")
                 timeout = CANDIDATE_S
                 if isinstance(message, _Trying):
-                    current, used = start + message.index, message.cpu
+                    current, used, since = start + message.index, message.cpu, time.monotonic()
                     tried = current + 1
                 elif isinstance(message, _Confirming):
                     timeout = CONFIRM_S
@@ -765,6 +787,8 @@ def _search_part(order, spec, path, failing, passing, seed, cpu, until, scratch)
                     return found, tried
                 else:  # Hung, Died or Forged: go on after the repair it was trying
                     start = len(order) if current is None else current + 1
-                    cpu -= used + CANDIDATE_S  # what it had used, and the repair it died on
+                    # What it had used, and the repair it died on: a crash, its time; a
+                    # hang, CANDIDATE_S (what a confirmation might have taken is unknown).
+                    cpu -= used + min(time.monotonic() - since, CANDIDATE_S)
                     break
     return found, tried
