@@ -19,7 +19,7 @@ from autograder.ladder import registry
 # The book's figures display through IPython, and its code excerpts are a Sphinx
 # extension: both come with Jupyter Book, which the README's setup installs.
 pytest.importorskip("IPython", reason="IPython is not installed (it comes with jupyter-book)")
-pytest.importorskip("sphinx", reason="Sphinx is not installed (it comes with jupyter-book)")
+pytest.importorskip("sphinx.directives", reason="Sphinx is not installed (it comes with jupyter-book)")
 matplotlib.use("Agg")
 ROOT = Path(__file__).resolve().parent.parent
 BOOK = ROOT / "book"
