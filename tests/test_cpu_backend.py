@@ -6,6 +6,8 @@ on a GPU; the missing barriers fail on every run.
 """
 
 import re
+import shutil
+import subprocess
 
 import pytest
 from planted import HANDOVER_WITHOUT_BARRIER, PLANTED, RACES, planted
@@ -178,6 +180,25 @@ def test_one_kernel_built_by_several_threads_at_once_builds_for_each(tmp_path, m
         libraries = list(pool.map(lambda _: cpu.build(spec), range(4)))
     assert len(set(libraries)) == 1 and libraries[0].exists()
     assert [p.name for p in tmp_path.iterdir()] == [libraries[0].name]  # nothing left over
+
+
+@pytest.mark.parametrize("kind", cpu.BUILDS)
+def test_a_compiler_that_fortifies_by_default_builds_no_checked_longjmp(kind, tmp_path, monkeypatch):
+    # Ubuntu's g++ defines _FORTIFY_SOURCE unasked; glibc's checked longjmp then aborted a
+    # fault's jump from a fiber's stack to its worker's (an H200 machine: every mutant that
+    # faulted, "the process running the kernel died (exit code -6)").
+    nm = shutil.which("nm")
+    if nm is None:
+        pytest.skip("no nm to list the library's symbols (binutils)")
+    fortifying = tmp_path / "g++"
+    fortifying.write_text(f'#!/bin/sh\nexec {cpu.compiler()} -O2 -D_FORTIFY_SOURCE=2 "$@"\n')
+    fortifying.chmod(0o755)
+    monkeypatch.setenv("CXX", str(fortifying))
+    monkeypatch.setattr(cpu, "CACHE", tmp_path / "cache")
+    library = cpu.build(KernelSpec.from_step(registry.step("03")), kind)
+    undefined = subprocess.run([nm, "-D", "--undefined-only", str(library)], capture_output=True,
+                               text=True, check=True).stdout  # fmt: skip
+    assert "longjmp" in undefined and "__longjmp_chk" not in undefined, undefined
 
 
 @pytest.mark.parametrize("value", ["{0.f}", "{}", "{{0.0f}}"])
