@@ -21,6 +21,7 @@ from planted import (
 )
 
 from autograder import KernelSpec, judge
+from autograder.judge.causes import by_cause
 from autograder.judge.checker import SMALL, Shape
 from autograder.ladder import registry
 from autograder.run import contract, cpu
@@ -235,6 +236,29 @@ def test_an_access_through_a_raw_pointer_into_a_is_checked_against_a():
     )
     text = messages(check(spec, shapes=SMALL[:1]))
     assert re.search(r"read A\[\d+\], \d+ floats? past the end of A, at [\w.]+\.cu:30", text), text
+
+
+# The products never reach C (the accumulation dropped): C is beta times its old value,
+# zeros where beta = 0. It read as two causes, the second "every element of each tile
+# holds the same sum" (a sum of nothing is one value a tile) with threadIdx exchanged.
+NOTHING_SUMMED = [
+    ("04", "acc[m] += As[threadRow * TM + m][k] * b;"),
+    ("05", "acc[m][n] += regM[m] * regN[n];"),
+]
+
+
+@pytest.mark.parametrize("step, old", NOTHING_SUMMED)
+def test_a_sum_that_never_reaches_c_is_one_cause_that_says_so(step, old):
+    report = check(planted(step, old, ";"), shapes=SMALL)
+    causes = by_cause(report.cases)
+    assert len(causes) == 1 and "without alpha*A*B" in str(causes[0]), str(report)
+
+
+def test_a_row_of_one_value_is_no_sign_of_an_exchanged_thread_index():
+    # Each product lacks its B factor: on C of 1 x 300 every column holds the row's sum
+    # of A, one value a tile, which is no sign of threadIdx.x and threadIdx.y exchanged.
+    report = check(planted("05", "regM[m] * regN[n]", "regM[m]"), shapes=SMALL)
+    assert not report.ok and "the same sum" not in messages(report), messages(report)
 
 
 # A tile passed to a function is a plain pointer: a store past its end landed in the CPU

@@ -499,6 +499,11 @@ def _whole_formula_hint(xp, got, product, C0, beta, tolerance) -> str:
         return "C = alpha*A*B, without + beta*C: the kernel ignores beta (or the old C)"
     if matches(product + beta * c0):
         return "C = A*B + beta*C, without alpha: the kernel ignores alpha"
+    if matches(beta * c0):
+        return (
+            "C = beta*C, without alpha*A*B: no product of A and B reached C (the sum stays "
+            "0: is each product added to it, and is it what is stored?)"
+        )
     # Right values in the wrong places: element (i, j) stored at C[j * M + i] (and the
     # old C read from there). On a square C that is the transpose, which row and column
     # swapped in the sums gives too: the message names both.

@@ -201,7 +201,10 @@ def _from_repair(confirmed, cases, failing, where) -> Diagnosis:
 
 # The whole-formula checks' (checker._whole_formula_hint) and the index hypotheses'
 # (mapping) words: each reproduced C exactly.
-_FORMULA = ("without + beta*C", "without alpha", "C looks transposed", "column-major order")
+_FORMULA = (
+    "without + beta*C", "without alpha", "C looks transposed", "column-major order",
+    "without alpha*A*B",
+)  # fmt: skip
 _INDEX = (
     ") should: the", "were written, though the grid has", "holds the same sum",
     "is read with rows", "tiles transposed",

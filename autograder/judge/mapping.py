@@ -300,7 +300,9 @@ def _same_value_per_tile(case: Case, terms: Terms | None, source: Source | None)
         return ""
     rows, cols = terms.tile
     M, N = case.got.shape
-    if rows * cols < 4:
+    # A row or a column alone (C of 1 x 300) holds one value wherever the sum ignores
+    # the index along it: no sign of which thread index was taken.
+    if min(rows, M) < 2 or min(cols, N) < 2:
         return ""
     own = case.got - case.beta * case.C0
     Mp, Np = -(-M // rows) * rows, -(-N // cols) * cols
@@ -315,8 +317,9 @@ def _same_value_per_tile(case: Case, terms: Terms | None, source: Source | None)
     values = tiles.max(axis=(1, 3))
     spread = values - tiles.min(axis=(1, 3))
     # One value per tile, and not zero (a kernel that sums nothing leaves zeros
-    # everywhere: not this mistake).
-    if not (spread <= 2 * case.tolerance.max()).all() or not values.any():
+    # everywhere, but for rounding in beta * C: not this mistake).
+    allowed = 2 * case.tolerance.max()
+    if not (spread <= allowed).all() or not (np.abs(values) > allowed).any():
         return ""
     where = ""
     if source:
