@@ -77,3 +77,15 @@ def test_two_tile_parameters_of_one_value_are_told_equal_however_they_are_declar
     # comparing PTX alone, and was once counted a survivor.
     source = f"template <{declared} BK, {declared} TN> __global__ void k(float *C) {{}}"
     assert template_arguments(source, "k<8, 8>") == {"BK": 8, "TN": 8}
+
+
+def test_a_mutant_of_an_expression_over_several_lines_is_localized_on_any_of_them():
+    # leimao's C_row_idx is a sum over four lines; its last + made * is repaired in the
+    # operand that starts a line below the sum (named there), on the H200 host a wrong lead.
+    from autograder.judge.edits import Edit
+
+    before = "blockIdx.y * BM +\n    threadIdx.x / (BN / TN) *\n        TM +\n    row"
+    sum_over_four = Edit(0, len(before), before.replace("TM +", "TM *"), 218, "arithmetic", before)
+    assert list(mutants._lines(sum_over_four)) == [218, 219, 220, 221]
+    one_line = Edit(0, 1, "-", 30, "arithmetic", "+")
+    assert list(mutants._lines(one_line)) == [30]

@@ -165,11 +165,18 @@ def judge_one(kernel: Kernel, number: int, edit: edits.Edit, spec: KernelSpec, b
         repaired = re.search(rf"at {re.escape(spec.filename)}:(\d+)[^;]*\({REPAIRED}", said)
         named = int(repaired.group(1)) if repaired else None
     row.named = str(named or "")
-    row.localized = named == edit.line
-    row.wrong_lead = named is not None and named != edit.line
+    row.localized = named in _lines(edit)
+    row.wrong_lead = named is not None and not row.localized
     found = re.search(r"repair (\d+) of", diagnosis.evidence if diagnosis is not None else "")
     row.rank = int(found.group(1)) if found else 0
     return row
+
+
+def _lines(edit: edits.Edit) -> range:
+    """The lines holding what a mutant changed: a sum written over four lines whose last
+    + became * is changed on each of them, and a repair of that operator is named on the
+    line its own operands start on."""
+    return range(edit.line, edit.line + edit.before.count("\n") + 1)
 
 
 def judge_survivors(rows: list[Row], kernels: list[Kernel]) -> list[Row]:
