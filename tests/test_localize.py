@@ -212,8 +212,7 @@ def test_a_kernel_that_reaches_its_registers_through_pointers_is_not_taken_for_e
     case = localize._Case.draw(Shape(64, 64, 4093), 0.0, np.random.default_rng(0))
     configure(-1, 0, localize._budget([case]), 0)
     assert not case.right(launch)
-    configure(-1, 0, localize._budget([case], localize.MEASURE_CAP * localize.RATE), 1)
-    rate = localize._rate(launch, library, case)
+    rate = localize._rate(launch, configure, library, case)
     configure(-1, 0, localize._budget([case], rate), 0)
     assert rate > localize.RATE and case.right(launch), rate
 

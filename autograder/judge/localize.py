@@ -444,12 +444,13 @@ def _budget(cases: list[_Case], rate: int = RATE) -> int:
     return rate * (max(c.shape.K for c in cases) + 64)
 
 
-def _rate(launch, path: Path, case: _Case) -> int:
+def _rate(launch, configure, path: Path, case: _Case) -> int:
     """The rate of accesses the budget allows: RATE, or MEASURED times what the kernel
     as written makes in the first block of `case`, where that is more (a thread that
     passes its arrays of registers to a function makes hundreds per k, each counted;
     a repair held to RATE was stopped as endless). A kernel as written that faults or
     runs past MEASURE_CAP times RATE measures nothing."""
+    configure(-1, 0, _budget([case], MEASURE_CAP * RATE), 1)
     case.right(launch)
     most = ctypes.CDLL(str(path)).cpu_most_accesses
     most.restype = ctypes.c_long
@@ -500,15 +501,15 @@ MESSAGES = (_Evidence, _Trying, _Confirming, _Found, _Stopped, Repair, Shape)
 
 def _witness(conn, spec, paths, failing, seed, scratch) -> None:
     """The kernel as written, in the diagnostic build, on the failing cases: the first
-    thing it stops on, and whether it is wrong at all here; then, in the normal build,
-    the smallest case that still fails (what each repair runs first)."""
+    thing it stops on, and whether it is wrong at all here; then, in the variants build,
+    the smallest case that still fails (what each repair runs first); and the rate of
+    accesses the repairs may make (_rate)."""
     diagnose, variants = paths
     isolation.enter(scratch, readable=[diagnose, variants])
     cases = _cases(failing, [], seed)
     evidence, wrong = "", False
-    launch, configure = _loaded(spec, variants)
-    configure(-1, 0, _budget(cases[:1], MEASURE_CAP * RATE), 1)
-    rate = _rate(launch, variants, cases[0])
+    run, set_up = _loaded(spec, variants)
+    rate = _rate(run, set_up, variants, cases[0])
     launch, configure = _loaded(spec, diagnose)
     configure(-1, 0, _budget(cases, rate), 0)
     for case in cases:
@@ -520,10 +521,9 @@ def _witness(conn, spec, paths, failing, seed, scratch) -> None:
         except KernelFault as fault:
             evidence = str(fault)
             break
-    launch, configure = _loaded(spec, variants)
-    configure(-1, 0, _budget(cases, rate), 0)
-    wrong = bool(evidence) or not all(case.right(launch) for case in cases)
-    smallest = _shrunk(spec, launch, failing, seed) if wrong else None
+    set_up(-1, 0, _budget(cases, rate), 0)
+    wrong = bool(evidence) or not all(case.right(run) for case in cases)
+    smallest = _shrunk(spec, run, failing, seed) if wrong else None
     conn.send(_Evidence(evidence, wrong, smallest, rate))
 
 
