@@ -270,6 +270,18 @@ STORES_PAST_A_TILE = {
         ("// [docs:kernel]\n", "__device__ void put(float* t, int i) { t[i] = 1.0f; }\n"),
         (TILE_LOAD, "put(As[0], BS * BS + ty * BS + tx);"),
     ],
+    # Declared `float t[S][S]`, the parameter is a pointer to rows of the array it is passed.
+    "an array parameter": [
+        ("// [docs:kernel]\n", "template <int S>\n"
+         "__device__ void put(float t[S][S], int r, int c) { t[r][c] = 1.0f; }\n"),
+        (TILE_LOAD, "put<BS>(As, BS + ty, tx);"),
+    ],
+    # A type the compiler resolves (a template's T, an alias) is checked as float is.
+    "a tile of a type the kernel names": [
+        ("// [docs:kernel]\n", "using real = float;\n"),
+        ("__shared__ float As[BS][BS];", "__shared__ real As[BS][BS];"),
+        (TILE_LOAD, "As[ty + BS][tx] = 1.0f;"),
+    ],
 }
 
 
@@ -281,6 +293,31 @@ def test_a_store_past_a_shared_array_through_a_pointer_is_named_on_the_array(rea
         r"end of the shared array As\[32\]\[32\] \(1024 elements\), at [\w.]+\.cu:\d+",
         text,
     ), text
+
+
+# Step 03 with its tile loads in a function that takes the tiles as arrays, of a type
+# it is given (leimao's kernels do both): the CPU backend could not build it.
+LOADS_IN_A_FUNCTION = (
+    ("// [docs:kernel]\n", "template <typename T, int S>\n"
+     "__device__ void load(T As[S][S], T Bs[S][S], const T* A, const T* B, int M, int N, "
+     "int K, int k0, int row, int col, int ty, int tx) {\n"
+     "  As[ty][tx] = (row < M && k0 + tx < K) ? A[row * K + k0 + tx] : 0.0f;\n"
+     "  Bs[ty][tx] = (k0 + ty < K && col < N) ? B[(k0 + ty) * N + col] : 0.0f;\n}\n"),
+    ("template <int BS>\n__global__", "template <int BS, typename T = float>\n__global__"),
+    ("__shared__ float As[BS][BS];\n  __shared__ float Bs[BS][BS];",
+     "__shared__ T As[BS][BS];\n  __shared__ T Bs[BS][BS];"),
+    (TILE_LOAD + "\n    Bs[ty][tx] = (k0 + ty < K && col < N) ? B[(k0 + ty) * N + col] : 0.0f;",
+     "load<T, BS>(As, Bs, A, B, M, N, K, k0, row, col, ty, tx);\n"),
+)  # fmt: skip
+
+
+def test_tiles_loaded_by_a_function_taking_arrays_run_and_are_checked():
+    assert check(planted_all("03", *LOADS_IN_A_FUNCTION), shapes=SMALL).ok
+    # The tiles read before they are loaded: seen though their type is a template's T.
+    unloaded = planted_all("03", *LOADS_IN_A_FUNCTION, (
+        "    __syncthreads();  // the tiles are complete before anyone reads them\n", "\n"))
+    text = messages(check(unloaded, shapes=SMALL[:1]))
+    assert re.search(r"read [AB]s\[\d+\]\[\d+\] before any thread of the block wrote it", text), text
 
 
 def test_printf_of_a_shared_element_and_a_pointer_builds_and_runs():

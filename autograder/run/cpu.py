@@ -112,9 +112,11 @@ def refuse_unsupported(source: str, filename: str) -> None:
     device_only.refuse_directives(source, filename)
 
 
-_POINTER = re.compile(
-    r"\b((?:const\s+|volatile\s+)*)(unsigned\s+int|unsigned|float[24]?|int[24]?|double|char|"
-    r"short|long|size_t)\s*\*"
+_TYPES = r"unsigned\s+int|unsigned|float[24]?|int[24]?|double|char|short|long|size_t"
+_QUALIFIERS = r"(?:\s*\b(?:const|volatile)\b)*"
+# The types a kernel names itself: a template's type parameters, aliases.
+_NAMED_TYPES = re.compile(
+    r"\btemplate\s*<([^<>]*)>|\busing\s+(\w+)\s*=[^;]+;|\btypedef\s[^;]*?(\w+)\s*;"
 )
 _VOID_POINTER = re.compile(r"\b(?:const\s+|volatile\s+)*void\s*\*")
 _DECLARATOR = r"\w+(?:\s*\[[^\];]+\])*"
@@ -129,40 +131,42 @@ _EXTERN_SHARED = re.compile(
 )
 
 
-# Shared arrays of these types are checked element by element (cpu_runtime.h's
-# shared_array): a read of an element no thread has written stops the launch.
-_CHECKED_SHARED = {"float", "double"}
+def _pointers(code: str) -> re.Pattern:
+    """Pointer types to check (`const float*`, `T const*`): to the types CUDA spells, and
+    to those the kernel names (whatever a template's T becomes, it is checked)."""
+    named = set()
+    for parameters, alias, typedef in _NAMED_TYPES.findall(code):
+        named |= set(re.findall(r"\b(?:typename|class)\s+(\w+)", parameters)) | {alias, typedef}
+    types = "|".join([_TYPES, *sorted(n for n in named if n)])
+    return re.compile(rf"\b((?:(?:const|volatile)\s+)*(?:{types}){_QUALIFIERS})\s*\*")
 
 
 def _shared_arrays(m: re.Match) -> str:
-    """Each array of a __shared__ declaration (`__shared__ float As[8], Bs[8];`)."""
+    """Each array of a __shared__ declaration (`__shared__ float As[8], Bs[8];`), one copy
+    a worker; cpu_runtime.h's shared_of decides, once a template's types are known,
+    which are checked element by element (a read of an element no thread has written
+    stops the launch)."""
     align, kind, declarators = m.groups()
     return " ".join(
-        _shared_array(align, kind, *d.groups()) for d in _NAME_AND_DIMS.finditer(declarators)
+        f"static {align}__cpu::shared_of<{kind}{dims}> __cpu_{name}[__cpu::MAX_WORKERS]; "
+        f'decltype(auto) {name} = __cpu_{name}[__cpu::worker_id()].fresh("{name}");'
+        for name, dims in (d.groups() for d in _NAME_AND_DIMS.finditer(declarators))
     )
 
 
-def _shared_array(align: str, kind: str, name: str, dims: str) -> str:
-    if kind in _CHECKED_SHARED and dims.strip() and dims.count("[") <= 4:
-        return (
-            f"static __cpu::shared_array<{kind}{dims}> __cpu_{name}[__cpu::MAX_WORKERS]; "
-            f'auto {name} = __cpu_{name}[__cpu::worker_id()].fresh("{name}");'
-        )
-    return (
-        f"static {align}{kind} __cpu_{name}[__cpu::MAX_WORKERS]{dims}; "
-        f"auto& {name} = __cpu_{name}[__cpu::worker_id()]; "
-        f"__cpu::fresh_shared(&{name}, sizeof({name}));"
-    )
-
-
-def _own_floats(source: str, build: str) -> str:
+def _arrays(source: str, build: str) -> str:
     """A thread's own floats made safe to run and visible when misused, lines kept:
     every array checked on every index (cpu_runtime.h's bounded: an index past its end
     would overwrite the thread's other values), and what is declared without a value
     filled with NaN (which C then shows), or, in the diagnostic build, checked on every
-    read and named (local_array, local_scalar)."""
+    read and named (local_array, local_scalar). A parameter declared as an array takes
+    the checked array it is passed (a ptr, or cpu_runtime.h's rows)."""
     parsed = syntax.Source.parse(source)
-    edits = []
+    edits = [
+        (p.start, p.end, f"__cpu::ptr<{p.kind}> {p.name}" if p.dims.count("[") == 1
+         else f"__cpu::rows<{p.kind}{p.dims}> {p.name}")
+        for p in syntax.array_parameters(parsed)
+    ]  # fmt: skip
     for declaration in syntax.own_floats(parsed):
         text = []
         for v in declaration.locals:
@@ -199,12 +203,12 @@ def translate(
     Raises contract.Mismatch when the kernel's parameters are not the contract's."""
     terms = contract.CONTRACTS[kind]
     contract.check(source, name_expression, filename, terms)
-    code = _own_floats(source, build)
+    code = _arrays(source, build)
     code = code.replace("reinterpret_cast<", "__cpu::cast<")
     code = _EXTERN_SHARED.sub(r"__cpu::ptr<\1> \2 = __cpu::dynamic_shared<\1>();", code)
     code = _SHARED.sub(_shared_arrays, code)
     code = _VOID_POINTER.sub("__cpu::vptr ", code)
-    code = _POINTER.sub(lambda m: f"__cpu::ptr<{m.group(1)}{m.group(2)}> ", code)
+    code = _pointers(code).sub(lambda m: f"__cpu::ptr<{m.group(1)}> ", code)
     parameters, arguments, checked = [], [], []
     for p in terms.parameters:
         if not p.extent:

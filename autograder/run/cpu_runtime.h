@@ -599,14 +599,14 @@ struct sref {
   Where where;
   CPU_HOT operator T() const {
     const T v = *p;
-    const bool unwritten = maybe_poisoned(v) && poisoned(v, info->local);
+    const bool unwritten = maybe_poisoned(v) && info && poisoned(v, info->local);
 #ifdef CPU_BUDGET
     count_access();
 #endif
 #ifdef CPU_DIAGNOSE
     // A shared element read before it was written may be written by another thread
     // before the next barrier (a race) or not at all: shared_read tells which.
-    if (info->shadow && watch) return shared_read(*info, (size_t)(p - data), where, unwritten), v;
+    if (info && info->shadow && watch) return shared_read(*info, (size_t)(p - data), where, unwritten), v;
 #endif
     if (unwritten) this->unwritten();
     return v;
@@ -616,7 +616,7 @@ struct sref {
     count_access();
 #endif
 #ifdef CPU_DIAGNOSE
-    if (info->shadow && watch) shared_write(*info, (size_t)(p - data), where);
+    if (info && info->shadow && watch) shared_write(*info, (size_t)(p - data), where);
 #endif
     *p = v;
     return *this;
@@ -626,7 +626,7 @@ struct sref {
   sref& operator-=(T v) { return *this = (T)*this - v; }
   sref& operator*=(T v) { return *this = (T)*this * v; }
   sref& operator/=(T v) { return *this = (T)*this / v; }
-  ptr<T> operator&() const { return ptr<T>(p, data, info->count, info); }
+  ptr<T> operator&() const { return info ? ptr<T>(p, data, info->count, info) : ptr<T>(p); }
 
  private:
   [[noreturn]] void unwritten() const {
@@ -659,7 +659,7 @@ struct sref {
 template <class T, class A>  // A: the array type this view indexes, e.g. float[BK]
 struct sview {
   T* data;  // the whole array's
-  const ArrayInfo* info;
+  const ArrayInfo* info;  // nullptr: an array the runtime does not check (rows' raw)
   size_t offset;  // of this view's first element, in elements
   size_t count;   // elements in the whole array
   using Sub = std::remove_extent_t<A>;
@@ -673,7 +673,9 @@ struct sview {
     else return sview<T, Sub>{data, info, at, count};
   }
   template <class U, class = std::enable_if_t<std::is_convertible_v<T*, U*>>>
-  operator ptr<U>() const { return ptr<U>(data + offset, data, count, info); }
+  operator ptr<U>() const {
+    return info ? ptr<U>(data + offset, data, count, info) : ptr<U>(data + offset);
+  }
 };
 
 template <class A>
@@ -699,6 +701,24 @@ struct shared_array {
     return sview<T, A>{(T*)&data, &info, 0, sizeof(A) / sizeof(T)};
   }
 };
+
+// A shared array the runtime does not check element by element (ints, float4s, a
+// scalar): as the kernel declared it, refilled for each block.
+template <class A>
+struct raw_shared {
+  alignas(16) A data;
+  A& fresh(const char*) {
+    fresh_shared(&data, sizeof data);
+    return data;
+  }
+};
+
+// What a `__shared__ A name;` becomes. Decided here, where a template's element type is
+// known: an array of floats or doubles is checked, whatever the kernel calls its type.
+template <class A, class T = std::remove_all_extents_t<A>>
+using shared_of = std::conditional_t<(std::is_same_v<T, float> || std::is_same_v<T, double>) &&
+                                         std::rank_v<A> >= 1 && std::rank_v<A> <= 4,
+                                     shared_array<A>, raw_shared<A>>;
 
 // A thread's own array of floats, with every index checked against it: on the CPU an
 // index past its end would overwrite the thread's other values (on a GPU, it reads or
@@ -746,6 +766,24 @@ struct bounded {
   }
   bounded(const bounded&) = delete;
   bview<T, A> view() { return bview<T, A>{(T*)&data, &info, 0, sizeof(A) / sizeof(T)}; }
+};
+
+// A function's parameter declared as an array of arrays (`float As[BM][BK]`), which C++
+// reads as a pointer to rows: indexed as the array passed to it, checked against that
+// array's whole extent when the runtime checks it (a shared array of floats, a thread's
+// own), unchecked otherwise. A parameter of one dimension is a ptr.
+template <class A, class T = std::remove_all_extents_t<A>>
+struct rows : sview<T, A> {
+  using Row = std::remove_extent_t<A>;
+  template <class U, class B,
+            class = std::enable_if_t<std::is_same_v<std::remove_cv_t<std::remove_extent_t<B>>,
+                                                    std::remove_cv_t<Row>>>>
+  rows(const sview<U, B>& v) : sview<T, A>{v.data, v.info, v.offset, v.count} {}
+  template <class U, class B,
+            class = std::enable_if_t<std::is_same_v<std::remove_cv_t<std::remove_extent_t<B>>,
+                                                    std::remove_cv_t<Row>>>>
+  rows(const bview<U, B>& v) : sview<T, A>{v.data, v.info, v.offset, v.count} {}
+  rows(Row* raw) : sview<T, A>{(T*)raw, nullptr, 0, SIZE_MAX / 2} {}
 };
 
 #ifdef CPU_DIAGNOSE

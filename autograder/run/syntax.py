@@ -174,3 +174,32 @@ def own_floats(source: Source) -> list[Declaration]:
             if locals_:
                 found.append(Declaration(node.start_byte, node.end_byte, tuple(locals_)))
     return found
+
+
+@dataclass(frozen=True)
+class ArrayParameter:
+    """A function's parameter declared as an array (`const float As[BM][BK]`)."""
+
+    start: int  # bytes: the whole parameter
+    end: int
+    kind: str  # what precedes the name ("const float")
+    name: str
+    dims: str  # "[BM][BK]"
+
+
+def array_parameters(source: Source) -> list[ArrayParameter]:
+    """Every named parameter declared with array brackets, in any function."""
+    found = []
+    for node in walk(source.root):
+        if node.type != "parameter_declaration":
+            continue
+        d = node.child_by_field_name("declarator")
+        dims = ""
+        while d is not None and d.type == "array_declarator":
+            size = d.child_by_field_name("size")
+            dims = f"[{source.text(size) if size else ''}]" + dims
+            d = d.child_by_field_name("declarator")
+        if dims and d is not None and d.type == "identifier":
+            kind = source.data[node.start_byte : d.start_byte].decode().strip()
+            found.append(ArrayParameter(node.start_byte, node.end_byte, kind, source.text(d), dims))
+    return found
