@@ -15,7 +15,7 @@ import pytest
 from planted import planted, planted_all
 
 from autograder import KernelSpec, judge
-from autograder.judge import checker, edits, localize, suspects
+from autograder.judge import aligned, checker, edits, localize, suspects
 from autograder.judge.causes import by_cause
 from autograder.judge.checker import SMALL, Shape
 from autograder.ladder import registry
@@ -72,6 +72,36 @@ def test_a_factor_left_out_is_found_where_the_mutants_once_found_none(step, old,
     causes = by_cause(check(planted(step, old, new)).cases)
     assert len(causes) == 1 and causes[0].diagnosis.line == line, [str(c) for c in causes]
     assert "lacks a factor" in str(causes[0].diagnosis)
+
+
+A_TILE_LOAD = "    As[ty][tx] = (row < M && k0 + tx < K) ? A[row * K + k0 + tx] : 0.0f;\n"
+
+
+@pytest.mark.parametrize("old, new, line, said", [
+    # No single-point rule adds a statement; the step's own, where the kernel aligns, does.
+    # Named next to the statement that follows where it belongs (Bs's load).
+    (A_TILE_LOAD, "\n", 31, "a statement the step needs is missing next to"),
+    (A_TILE_LOAD, "", 30, "a statement the step needs is missing next to"),  # the line gone
+    # Two slips in one statement: no single-point rule repairs both.
+    ("acc += As[ty][k] * Bs[k][tx];", "acc += As[k][ty] * Bs[tx][k];", 36,
+     "is not what the step needs there"),
+])  # fmt: skip
+def test_a_statement_missing_or_written_otherwise_is_found_by_aligning_with_the_step(
+    old, new, line, said
+):
+    causes = by_cause(check(planted("03", old, new)).cases)
+    assert len(causes) == 1 and causes[0].diagnosis.line == line, [str(c) for c in causes]
+    assert said in str(causes[0].diagnosis), str(causes[0].diagnosis)
+
+
+def test_only_a_kernel_that_reads_as_its_step_gets_the_steps_statements():
+    step03 = cpu.preprocessed(KernelSpec.from_step(registry.step("03")))
+    assert aligned.repairs(step03, step03) == []  # nothing differs: nothing to take
+    dropped = step03.replace(A_TILE_LOAD, "\n")
+    (restored,) = aligned.repairs(dropped, step03)
+    assert restored.text.startswith(A_TILE_LOAD.strip()), restored
+    # Another step's kernel does not read as step 03's: none of 03's statements is offered.
+    assert aligned.repairs(cpu.preprocessed(KernelSpec.from_step(registry.step("05"))), step03) == []
 
 
 def test_a_comparison_the_grammar_could_read_as_a_template_keeps_its_repairs():

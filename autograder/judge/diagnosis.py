@@ -249,6 +249,8 @@ def _repair_words(confirmed, where) -> str:
         "add barrier": f"a __syncthreads() is missing at {at}",
         "add initial value": f"a variable declared at {at} has no initial value",
         "drop statement": f"the statement at {at} should not be there",
+        "replace statement": f"the statement at {at} is not what the step needs there",
+        "restore statement": f"a statement the step needs is missing next to {at}",
         "add term": f"`{shown}` at {at} lacks a term",
         "add condition": f"the condition `{shown}` at {at} lacks a bound",
         "drop condition": f"the condition `{shown}` at {at} has a bound too many",

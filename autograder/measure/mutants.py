@@ -47,7 +47,8 @@ DATA = Path(__file__).resolve().parents[2] / "book" / "data"
 # The rules a mutant is made by: every one of edits.mutants's but "variable" (any local
 # exchanged for any other: most are no learner's mistake, and they would swamp the rest).
 RULES = frozenset(edits.OPERATORS) - {"variable", "add term", "add factor", "add barrier",
-                                      "add initial value", "add condition"}  # fmt: skip
+                                      "add initial value", "add condition", "replace statement",
+                                      "restore statement"}  # fmt: skip
 _ANCHOR = re.compile(r"^\s*// \[docs:([a-z0-9-]+)\]\s*$")
 
 

@@ -1,0 +1,107 @@
+"""Repairs taken from the step's own kernel, where a learner's kernel aligns with it: a
+statement written otherwise replaced by the step's, or a statement the step has and the
+learner's kernel lacks put back where its neighbours are. No single-point rule
+(autograder.judge.edits) can add a statement that is not there; aligning a program with
+a correct one can (Clara repaired most MOOC attempts so: Gulwani, Radicek and Zuleger,
+PLDI 2018).
+
+Statements are aligned by their own text (a loop's header without its body, so that a
+mistake inside a loop leaves the loop itself aligned), whitespace aside, in the order
+they are written. A repair is a candidate like any other (localize confirms it only
+when every case passes with it); where most of the kernel does not read as the step
+does, there are none.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+
+from ..run.syntax import walk
+from .edits import Edit, Kernel, inside_body
+
+_STATEMENTS = {"expression_statement", "if_statement", "for_statement", "while_statement",
+               "do_statement"}  # fmt: skip
+_BODIES = ("body", "consequence", "alternative")
+_NAME = re.compile(r"\b[A-Za-z_]\w*\b")
+
+
+def repairs(text: str, reference: str) -> list[Edit]:
+    """Edits of `text` that make one of its statements the step's (`reference`)."""
+    ours, theirs = Kernel.parse(text), Kernel.parse(reference)
+    mine, steps = _statements(ours), _statements(theirs)
+    matcher = difflib.SequenceMatcher(None, [s[1] for s in steps], [s[1] for s in mine],
+                                      autojunk=False)  # fmt: skip
+    blocks = matcher.get_opcodes()
+    if 2 * sum(i2 - i1 for tag, i1, i2, _, _ in blocks if tag == "equal") < len(steps):
+        return []  # the learner's kernel is not the step's, written a little otherwise
+    matched = {i1 + d: mine[j1 + d][0] for tag, i1, i2, j1, _ in blocks if tag == "equal"
+               for d in range(i2 - i1)}  # fmt: skip
+    names = set(_NAME.findall(text))
+    found = []
+    for tag, i1, i2, j1, j2 in blocks:
+        if tag == "equal":
+            continue
+        wanted = [s for s in _outermost([n for n, _ in steps[i1:i2]])
+                  if set(_NAME.findall(theirs.text(s))) <= names]  # fmt: skip
+        for node in (n for n, _ in mine[j1:j2]):
+            if not _holds_statements(node):
+                found += [_replaced(ours, node, theirs.text(s)) for s in wanted]
+        if j1 == j2:
+            found += [e for s in wanted if (e := _restored(ours, theirs, s, matched, steps))]
+    return found
+
+
+def _statements(k: Kernel) -> list[tuple[object, str]]:
+    """Each statement of the kernel's function bodies with its own text, in order."""
+    found = []
+    for node in walk(k.source.root):
+        if node.type in _STATEMENTS and inside_body(node):
+            body_starts = [b.start_byte for f in _BODIES if (b := node.child_by_field_name(f))]
+            own = k.source.data[node.start_byte : min(body_starts, default=node.end_byte)]
+            found.append((node, " ".join(own.decode().split())))
+    return found
+
+
+def _holds_statements(node) -> bool:
+    return any(n.type in _STATEMENTS for n in walk(node) if n.id != node.id)
+
+
+def _outermost(nodes: list) -> list:
+    """Those of nodes not inside another of them."""
+    spans = [(n.start_byte, n.end_byte) for n in nodes]
+    return [n for n in nodes
+            if not any(a <= n.start_byte and n.end_byte <= b and (a, b) != (n.start_byte, n.end_byte)
+                       for a, b in spans)]  # fmt: skip
+
+
+def _one_line(text: str) -> str:
+    """A statement on one line, so that it keeps the lines of what it replaces; a
+    #pragma in it (unroll) is left out, as it would end on the line it begins."""
+    return " ".join(re.sub(r"^\s*#.*$", "", text, flags=re.M).split())
+
+
+def _replaced(k: Kernel, node, statement: str) -> Edit:
+    """node's statement written as the step's, on node's lines."""
+    before = k.text(node)
+    text = _one_line(statement) + "\n" * before.count("\n")
+    return Edit(node.start_byte, node.end_byte, text, k.line(node), "replace statement", before,
+                "statement")  # fmt: skip
+
+
+def _restored(ours: Kernel, theirs: Kernel, statement, matched: dict, steps: list) -> Edit | None:
+    """The step's statement put back before the learner's statement that aligns with
+    its next neighbour in the same block, or else after the one that aligns with the
+    neighbour before it."""
+    index = {n.id: i for i, (n, _) in enumerate(steps)}
+    block = [c for c in statement.parent.named_children if c.id in index]
+    at = next(i for i, c in enumerate(block) if c.id == statement.id)
+    text = _one_line(theirs.text(statement))
+    if at + 1 < len(block) and (after := matched.get(index[block[at + 1].id])) is not None:
+        return Edit(after.start_byte, after.start_byte, text + " ", ours.line(after),
+                    "restore statement", "", "insert")  # fmt: skip
+    if at > 0 and (before := matched.get(index[block[at - 1].id])) is not None:
+        return Edit(before.end_byte, before.end_byte, " " + text, ours.line(before),
+                    "restore statement", "", "insert")  # fmt: skip
+    return None
+
