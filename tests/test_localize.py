@@ -94,6 +94,22 @@ def test_a_statement_missing_or_written_otherwise_is_found_by_aligning_with_the_
     assert said in str(causes[0].diagnosis), str(causes[0].diagnosis)
 
 
+@pytest.mark.parametrize("step, old, new, line, said", [
+    # A barrier added at 32, 33 or 36 makes every case pass; 32 is where it was dropped.
+    ("03", "__syncthreads();  // the tiles are complete", ";  // the tiles are complete", 32,
+     "a __syncthreads() is missing at 03_smem_tiling.cu:32"),
+    # Rows of A's tile over the wrong stride: the loop's bound (101) could make up for it.
+    ("06", "const int r = (threadIdx.x + i * NUM_THREADS) / (BK / 4);",
+     "const int r = (threadIdx.x + i * BM) / (BK / 4);", 102, "uses the wrong tile parameter"),
+])  # fmt: skip
+def test_of_repairs_on_several_lines_the_line_written_otherwise_than_the_step_is_named(
+    step, old, new, line, said
+):
+    causes = by_cause(check(planted(step, old, new)).cases)
+    assert len(causes) == 1 and causes[0].diagnosis.line == line, [str(c) for c in causes]
+    assert said in str(causes[0].diagnosis), str(causes[0].diagnosis)
+
+
 def test_only_a_kernel_that_reads_as_its_step_gets_the_steps_statements():
     step03 = cpu.preprocessed(KernelSpec.from_step(registry.step("03")))
     assert aligned.repairs(step03, step03) == []  # nothing differs: nothing to take

@@ -21,9 +21,10 @@ from ..run.syntax import walk
 from .edits import Edit, Kernel, inside_body
 
 _STATEMENTS = {"expression_statement", "if_statement", "for_statement", "while_statement",
-               "do_statement"}  # fmt: skip
+               "do_statement", "declaration"}  # fmt: skip
 _BODIES = ("body", "consequence", "alternative")
 _NAME = re.compile(r"\b[A-Za-z_]\w*\b")
+OPERATORS = ("replace statement", "restore statement")
 
 
 def repairs(text: str, reference: str) -> list[Edit]:
@@ -46,9 +47,11 @@ def repairs(text: str, reference: str) -> list[Edit]:
                   if set(_NAME.findall(theirs.text(s))) <= names]  # fmt: skip
         for node in (n for n, _ in mine[j1:j2]):
             if not _holds_statements(node):
-                found += [_replaced(ours, node, theirs.text(s)) for s in wanted]
+                found += [e for s in wanted if (e := _replaced(ours, node, theirs, s))]
         if j1 == j2:
-            found += [e for s in wanted if (e := _restored(ours, theirs, s, matched, steps))]
+            # A declaration put back would be in scope only inside the repair's switch.
+            found += [e for s in wanted if s.type != "declaration"
+                      and (e := _restored(ours, theirs, s, matched, steps))]  # fmt: skip
     return found
 
 
@@ -69,10 +72,10 @@ def _holds_statements(node) -> bool:
 
 def _outermost(nodes: list) -> list:
     """Those of nodes not inside another of them."""
-    spans = [(n.start_byte, n.end_byte) for n in nodes]
+    spans = {(n.start_byte, n.end_byte) for n in nodes}
+    inside = lambda n, a, b: a <= n.start_byte and n.end_byte <= b  # noqa: E731
     return [n for n in nodes
-            if not any(a <= n.start_byte and n.end_byte <= b and (a, b) != (n.start_byte, n.end_byte)
-                       for a, b in spans)]  # fmt: skip
+            if not any(inside(n, a, b) for a, b in spans - {(n.start_byte, n.end_byte)})]
 
 
 def _one_line(text: str) -> str:
@@ -81,12 +84,32 @@ def _one_line(text: str) -> str:
     return " ".join(re.sub(r"^\s*#.*$", "", text, flags=re.M).split())
 
 
-def _replaced(k: Kernel, node, statement: str) -> Edit:
-    """node's statement written as the step's, on node's lines."""
-    before = k.text(node)
-    text = _one_line(statement) + "\n" * before.count("\n")
-    return Edit(node.start_byte, node.end_byte, text, k.line(node), "replace statement", before,
+def _replaced(ours: Kernel, node, theirs: Kernel, statement) -> Edit | None:
+    """node's statement written as the step's, on node's lines; for a declaration, its
+    value (a variable declared again would live only inside the repair's switch)."""
+    if node.type == "declaration" or statement.type == "declaration":
+        mine, step = _value(node), _value(statement)
+        if mine is None or step is None or ours.text(mine[0]) != theirs.text(step[0]):
+            return None  # another variable: not this declaration's value
+        value = mine[1]
+        return Edit(value.start_byte, value.end_byte, _one_line(theirs.text(step[1])),
+                    ours.line(value), "replace statement", ours.text(value))  # fmt: skip
+    before = ours.text(node)
+    text = _one_line(theirs.text(statement)) + "\n" * before.count("\n")
+    return Edit(node.start_byte, node.end_byte, text, ours.line(node), "replace statement", before,
                 "statement")  # fmt: skip
+
+
+def _value(declaration) -> tuple | None:
+    """(name, value) of a declaration of one variable with a value."""
+    if declaration.type != "declaration":
+        return None
+    declarators = declaration.children_by_field_name("declarator")
+    if len(declarators) != 1 or declarators[0].type != "init_declarator":
+        return None
+    d = declarators[0]
+    name, value = d.child_by_field_name("declarator"), d.child_by_field_name("value")
+    return (name, value) if name is not None and value is not None else None
 
 
 def _restored(ours: Kernel, theirs: Kernel, statement, matched: dict, steps: list) -> Edit | None:

@@ -604,18 +604,33 @@ def _confirming(spec: KernelSpec, tried: list) -> list[tuple[Shape, float]]:
     return [(Shape(*s), b) for s in spec.shapes for b in (0.0, BETA) if (Shape(*s), b) not in tried]
 
 
-def _search(conn, spec, path, order, failing, passing, seed, rate, cpu, until, scratch) -> None:
+@dataclass(frozen=True)
+class _Search:
+    """What every child searching the repairs works from."""
+
+    spec: KernelSpec
+    path: Path  # the library of repairs
+    failing: list  # (Shape, beta) of the cases that failed, cheapest first
+    passing: list  # and of cases that passed and are cheap enough to keep a repair honest
+    seed: int
+    rate: int  # counted accesses a thread may make per k (_rate)
+    until: float  # time.time() past which no repair is started
+    scratch: object
+
+
+def _search(conn, search: _Search, order, cpu) -> None:
     """Try the repairs `order` holds, in turn, for `cpu` seconds of this process's CPU
-    or until the clock reads `until`."""
-    isolation.enter(scratch, readable=[path])
-    launch, configure = _loaded(spec, path)
-    cases = _cases(failing, passing, seed)
-    confirm = _cases(_confirming(spec, failing + passing), [], seed + 1)
-    budget = _budget(cases + confirm, rate)
+    or until the clock reads search.until."""
+    spec, seed, until = search.spec, search.seed, search.until
+    isolation.enter(search.scratch, readable=[search.path])
+    launch, configure = _loaded(spec, search.path)
+    cases = _cases(search.failing, search.passing, seed)
+    confirm = _cases(_confirming(spec, search.failing + search.passing), [], seed + 1)
+    budget = _budget(cases + confirm, search.rate)
     # A repair that loops runs to its budget: on the first case, the first case's (a
     # budget drawn for the largest case made each such repair cost a second, and on a
     # slower CPU two of them ended the search as if they had hung).
-    look = _budget(cases[:1], rate)
+    look = _budget(cases[:1], search.rate)
     first_look = np.prod(spec.geometry.grid(cases[0].shape.M, cases[0].shape.N)) > 1
     stop = len(order)
     began = time.process_time()
@@ -741,20 +756,35 @@ def localize(
         return Finding(evidence, wrong, (), 0, 0, time.monotonic() - began)
     order = _order(built.text, built.candidates, hints or built.hints, evidence, spec)
     cpu = float(os.environ.get("SGEMM_LOCALIZE_S", SEARCH_S))
-    until = time.time() + WALL * cpu
+    search = _Search(spec, built.variants, failing, passing, seed, rate,
+                     time.time() + WALL * cpu, scratch)  # fmt: skip
     searches = max(1, min(SEARCHES, os.cpu_count() or 1))
     found, tried = [], 0
     with ThreadPoolExecutor(searches) as pool:
         ranked = list(enumerate(order))
         parts = [ranked[i::searches] for i in range(searches)]
-        args = (spec, built.variants, failing, passing, seed, rate, cpu, until, scratch)
-        for part_found, part_tried in pool.map(lambda part: _search_part(part, *args), parts):
+        for part_found, part_tried in pool.map(lambda part: _search_part(search, part, cpu), parts):
             found += part_found
             tried += part_tried
     if found:  # the preprocessed text's rows, parsed only when a repair needs its line
         rows = dict(zip(Source.parse(built.text).lines, built.text.split("\n")))
-        found = sorted((_on_own_line(r, rows, spec.source) for r in found), key=lambda r: r.rank)
+        # A rule's repair says what kind of mistake it is; the step's statement, only where.
+        found = sorted((_on_own_line(r, rows, spec.source) for r in found),
+                       key=lambda r: (r.operator in aligned.OPERATORS, r.rank))  # fmt: skip
+        found = _where_it_differs(found, spec)
     return Finding(evidence, wrong, tuple(found), tried, len(order), time.monotonic() - began)
+
+
+def _where_it_differs(found: list[Repair], spec: KernelSpec) -> list[Repair]:
+    """Of repairs on several lines, those on the lines where a course step's kernel is
+    written otherwise than the step's own, when there are any: a line that reads as the
+    step's is where a repair makes up for the mistake, not where it is (k looping to
+    the wrong bound is made up for by a smaller step, a barrier missing by one a line
+    further on)."""
+    if len({r.line for r in found}) < 2:
+        return found
+    own = _own_lines(spec)
+    return [r for r in found if r.line in own or r.operator == "restore statement"] or found
 
 
 def _on_own_line(repair: Repair, rows: dict[int, str], source: str) -> Repair:
@@ -778,15 +808,14 @@ def _on_own_line(repair: Repair, rows: dict[int, str], source: str) -> Repair:
     return replace(repair, line=holding[0]) if len(holding) == 1 else repair
 
 
-def _search_part(order, spec, path, failing, passing, seed, rate, cpu, until, scratch):
+def _search_part(search: _Search, order, cpu: float):
     """Search one share of the repairs in children, for `cpu` seconds of their CPU in
     all, starting a new one after a repair that crashed its child or looped past
     CANDIDATE_S; (repairs found, repairs tried)."""
     found, start, tried = [], 0, 0
-    while start < len(order) and time.time() <= until and cpu > 0:
+    while start < len(order) and time.time() <= search.until and cpu > 0:
         current, timeout, used, since = None, STARTUP_S, 0.0, time.monotonic()
-        arguments = (spec, path, order[start:], failing, passing, seed, rate, cpu, until, scratch)
-        with Child(_search, *arguments, messages=MESSAGES) as child:
+        with Child(_search, search, order[start:], cpu, messages=MESSAGES) as child:
             while True:
                 message = child.receive(timeout, "trying repairs")
                 timeout = CANDIDATE_S

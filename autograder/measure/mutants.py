@@ -35,7 +35,7 @@ from dataclasses import asdict, dataclass, fields, replace
 from datetime import date
 from pathlib import Path
 
-from ..judge import check, edits
+from ..judge import aligned, check, edits
 from ..judge.causes import by_cause
 from ..judge.diagnosis import REPAIRED
 from ..ladder import registry
@@ -47,8 +47,7 @@ DATA = Path(__file__).resolve().parents[2] / "book" / "data"
 # The rules a mutant is made by: every one of edits.mutants's but "variable" (any local
 # exchanged for any other: most are no learner's mistake, and they would swamp the rest).
 RULES = frozenset(edits.OPERATORS) - {"variable", "add term", "add factor", "add barrier",
-                                      "add initial value", "add condition", "replace statement",
-                                      "restore statement"}  # fmt: skip
+                                      "add initial value", "add condition", *aligned.OPERATORS}
 _ANCHOR = re.compile(r"^\s*// \[docs:([a-z0-9-]+)\]\s*$")
 
 
