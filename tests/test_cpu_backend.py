@@ -182,6 +182,19 @@ def test_one_kernel_built_by_several_threads_at_once_builds_for_each(tmp_path, m
     assert [p.name for p in tmp_path.iterdir()] == [libraries[0].name]  # nothing left over
 
 
+def test_a_library_once_built_is_never_replaced_by_a_twin_built_alongside(tmp_path, monkeypatch):
+    # A confined child is allowed the library's inode (Landlock), not its name: a twin
+    # build finishing between its confinement and its load replaced the file, and the
+    # load failed with EACCES (seen on a GPU machine grading with six workers).
+    monkeypatch.setattr(cpu, "CACHE", tmp_path)
+    spec = KernelSpec.from_step(registry.step("01"))
+    library = cpu.build(spec)
+    first = library.stat().st_ino
+    monkeypatch.setattr(type(library), "exists", lambda self: False)  # the twin's view
+    assert cpu.build(spec) == library and library.stat().st_ino == first
+    assert [p.name for p in tmp_path.iterdir()] == [library.name]
+
+
 @pytest.mark.parametrize("kind", cpu.BUILDS)
 def test_a_compiler_that_fortifies_by_default_builds_no_checked_longjmp(kind, tmp_path, monkeypatch):
     # Ubuntu's g++ defines _FORTIFY_SOURCE unasked; glibc's checked longjmp then aborted a

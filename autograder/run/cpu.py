@@ -303,7 +303,16 @@ def build(spec: KernelSpec, kind: str = "normal", source: str | None = None) -> 
         partial.unlink(missing_ok=True)
         raise UnsupportedOnCpu(_untranslatable(result.stderr, spec.filename), result.stderr)
     partial.chmod(0o755)  # mkstemp's file is its owner's alone; the confined child loads it
-    partial.replace(library)  # atomic: a concurrent build never sees half a library
+    # Linked, not moved, into place: atomic (no build sees half a library), and a library
+    # once there is never replaced by a twin built alongside it. A confined process may
+    # read the file it was allowed (Landlock allows an inode, not a name): one replaced
+    # between its confinement and its dlopen failed the load with EACCES.
+    try:
+        os.link(partial, library)
+    except FileExistsError:
+        pass
+    finally:
+        partial.unlink()
     return library
 
 
