@@ -182,6 +182,22 @@ def test_one_kernel_built_by_several_threads_at_once_builds_for_each(tmp_path, m
     assert [p.name for p in tmp_path.iterdir()] == [libraries[0].name]  # nothing left over
 
 
+ACC = "float acc[TM][TN] = {{0.0f}};"
+
+
+def test_a_threads_own_array_too_large_for_a_gpu_thread_is_a_compile_error_at_its_line():
+    # A constant off in an array's size made a 4 MB array of a thread's own: the CPU
+    # backend's fiber stack ran into other memory and the process died, naming nothing.
+    with pytest.raises(CompileError, match=r"05_blocktiling_2d\.cu:29:\d+: error: a thread's "
+                       r"own array takes more than 512 KB"):  # fmt: skip
+        check(planted("05", ACC, "float acc[TM][TN * 20000] = {{0.0f}};"), shapes=SMALL[:1])
+
+
+def test_a_threads_own_array_a_gpu_thread_holds_but_a_fiber_does_not_is_said_so():
+    with pytest.raises(BackendUnavailable, match=r"more than 32 KB \(at 05_blocktiling_2d\.cu:29\)"):
+        check(planted("05", ACC, "float acc[TM][TN * 200] = {{0.0f}};"), shapes=SMALL[:1])
+
+
 def test_a_library_once_built_is_never_replaced_by_a_twin_built_alongside(tmp_path, monkeypatch):
     # A confined child is allowed the library's inode (Landlock), not its name: a twin
     # build finishing between its confinement and its load replaced the file, and the

@@ -27,6 +27,7 @@ import numpy as np
 from ..isolate import isolation
 from . import contract, device_only, syntax
 from .backends import KernelFault
+from .compiler import CompileError
 from .kernel import KernelSpec
 
 RUNTIME = Path(__file__).with_name("cpu_runtime.h")
@@ -301,6 +302,7 @@ def build(spec: KernelSpec, kind: str = "normal", source: str | None = None) -> 
         source_path.unlink(missing_ok=True)
     if result.returncode:
         partial.unlink(missing_ok=True)
+        _too_large_for_a_thread(result.stderr, spec.filename)
         raise UnsupportedOnCpu(_untranslatable(result.stderr, spec.filename), result.stderr)
     partial.chmod(0o755)  # mkstemp's file is its owner's alone; the confined child loads it
     # Linked, not moved, into place: atomic (no build sees half a library), and a library
@@ -314,6 +316,28 @@ def build(spec: KernelSpec, kind: str = "normal", source: str | None = None) -> 
     finally:
         partial.unlink()
     return library
+
+
+def _too_large_for_a_thread(stderr: str, filename: str) -> None:
+    """Where the compiler refused a thread's own array for its size (cpu_runtime.h's
+    fits_a_thread), say so at the learner's line: past what a GPU thread's local memory
+    holds it is the kernel's mistake (CompileError: ptxas refuses it on a GPU too), past
+    what a fiber's stack holds here, a gap in the CPU backend (UnsupportedOnCpu)."""
+    if "a thread's own array over" not in stderr:
+        return
+    at = re.search(rf"^{re.escape(filename)}:(\d+):(\d+):\s+required from", stderr, re.M)
+    if "a thread's own array over 512 KB" in stderr:
+        where = f"{filename}:{at.group(1)}:{at.group(2)}: " if at else ""
+        raise CompileError(filename, f"{where}error: a thread's own array takes more than "
+                           "512 KB, the most local memory a GPU thread has",
+                           "the CPU backend's C++ compiler")  # fmt: skip
+    where = f" (at {filename}:{at.group(1)})" if at else ""
+    raise UnsupportedOnCpu(
+        f"the CPU backend cannot run a thread's own array of more than 32 KB{where}: it runs "
+        "each CUDA thread on a stack of 128 KB. A GPU thread may hold up to 512 KB: check "
+        "this kernel on a GPU (--backend gpu)",
+        stderr,
+    )
 
 
 def _untranslatable(stderr: str, filename: str) -> str:

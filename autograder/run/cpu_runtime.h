@@ -744,8 +744,19 @@ struct bview {
   operator ptr<U>() const { return ptr<U>(data + offset, data, count, info); }
 };
 
+// A GPU thread's local memory holds 512 KB at most (ptxas refuses more); a CUDA thread
+// here runs on a fiber stack of STACK_BYTES, which an array past a quarter of it would
+// run off (the process died of SIGSEGV, naming nothing). cpu.py reads these words.
+template <class A>
+constexpr bool fits_a_thread() {
+  static_assert(sizeof(A) <= 512 * 1024, "__cpu: a thread's own array over 512 KB");
+  static_assert(sizeof(A) <= STACK_BYTES / 4, "__cpu: a thread's own array over 32 KB");
+  return true;
+}
+
 template <class A>
 struct bounded {
+  static_assert(fits_a_thread<A>());
   using T = std::remove_all_extents_t<A>;
   alignas(16) A data;
   ArrayInfo info;
@@ -790,6 +801,7 @@ struct rows : sview<T, A> {
 // A thread's own array of floats declared without a value (diagnostic build).
 template <class A>
 struct local_array {
+  static_assert(fits_a_thread<A>());
   using T = std::remove_all_extents_t<A>;
   alignas(16) A data;
   ArrayInfo info;
