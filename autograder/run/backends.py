@@ -39,7 +39,10 @@ _CUDA_HINTS = {
     "use scalar accesses where K or N is not a multiple of 4",
     "launchoutofresources": "too many registers x threads per block for this GPU: use fewer "
     "threads per block, or fewer registers",
-    "invalidvalue": "the launch was refused: too many threads per block, or too much shared memory",
+    # A thread's own arrays past what local memory holds are refused so too (an H200,
+    # 2026-11-28: 5 MB of acc[][] a thread).
+    "invalidvalue": "the launch was refused: too many threads per block, too much shared "
+    "memory, or a thread's own arrays too large for local memory",
     "invalidconfiguration": "the launch was refused: too many threads per block, or too "
     "much shared memory",
     "assert": "a device-side assert() failed",

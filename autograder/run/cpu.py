@@ -321,7 +321,7 @@ def build(spec: KernelSpec, kind: str = "normal", source: str | None = None) -> 
 def _too_large_for_a_thread(stderr: str, filename: str) -> None:
     """Where the compiler refused a thread's own array for its size (cpu_runtime.h's
     fits_a_thread), say so at the learner's line: past what a GPU thread's local memory
-    holds it is the kernel's mistake (CompileError: ptxas refuses it on a GPU too), past
+    holds it is the kernel's mistake (CompileError: a GPU refuses to launch it), past
     what a fiber's stack holds here, a gap in the CPU backend (UnsupportedOnCpu)."""
     if "a thread's own array over" not in stderr:
         return

@@ -744,9 +744,9 @@ struct bview {
   operator ptr<U>() const { return ptr<U>(data + offset, data, count, info); }
 };
 
-// A GPU thread's local memory holds 512 KB at most (ptxas refuses more); a CUDA thread
-// here runs on a fiber stack of STACK_BYTES, which an array past a quarter of it would
-// run off (the process died of SIGSEGV, naming nothing). cpu.py reads these words.
+// A GPU thread's local memory holds 512 KB at most (a GPU refuses to launch more); a
+// CUDA thread here runs on a fiber stack of STACK_BYTES, which an array past a quarter of
+// it would run off (the process died of SIGSEGV, naming nothing). cpu.py reads these words.
 template <class A>
 constexpr bool fits_a_thread() {
   static_assert(sizeof(A) <= 512 * 1024, "__cpu: a thread's own array over 512 KB");
