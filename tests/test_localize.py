@@ -110,6 +110,17 @@ def test_of_repairs_on_several_lines_the_line_written_otherwise_than_the_step_is
     assert said in str(causes[0].diagnosis), str(causes[0].diagnosis)
 
 
+def test_a_loop_left_out_whole_is_found_though_it_declares_what_it_uses():
+    # The k loop of step 04 dropped, body and all: its `b` is declared inside it, so the
+    # kernel without it has no `b`, and the step's loop is still a candidate.
+    loop = registry.step("04").source()
+    start = loop.index("    for (int k = 0; k < BK; ++k) {")
+    end = loop.index("    // [docs:inner-end]")
+    dropped = "    ;" + "\n" * loop[start:end].count("\n")
+    causes = by_cause(check(planted("04", loop[start:end], dropped)).cases)
+    assert len(causes) == 1 and causes[0].diagnosis.line == 53, [str(c) for c in causes]
+
+
 def test_only_a_kernel_that_reads_as_its_step_gets_the_steps_statements():
     step03 = cpu.preprocessed(KernelSpec.from_step(registry.step("03")))
     assert aligned.repairs(step03, step03) == []  # nothing differs: nothing to take

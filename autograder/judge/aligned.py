@@ -44,7 +44,7 @@ def repairs(text: str, reference: str) -> list[Edit]:
         if tag == "equal":
             continue
         wanted = [s for s in _outermost([n for n, _ in steps[i1:i2]])
-                  if set(_NAME.findall(theirs.text(s))) <= names]  # fmt: skip
+                  if _uses(theirs, s) <= names]  # fmt: skip
         for node in (n for n, _ in mine[j1:j2]):
             if not _holds_statements(node):
                 found += [e for s in wanted if (e := _replaced(ours, node, theirs, s))]
@@ -64,6 +64,20 @@ def _statements(k: Kernel) -> list[tuple[object, str]]:
             own = k.source.data[node.start_byte : min(body_starts, default=node.end_byte)]
             found.append((node, " ".join(own.decode().split())))
     return found
+
+
+def _uses(k: Kernel, statement) -> set[str]:
+    """The names a statement uses that it does not declare itself: those the learner's
+    kernel must have for the statement to compile there."""
+    declared = set()
+    for n in walk(statement):
+        if n.type in ("init_declarator", "declaration"):
+            d = n.child_by_field_name("declarator")
+            while d is not None and d.type not in ("identifier", "init_declarator"):
+                d = d.child_by_field_name("declarator")
+            if d is not None and d.type == "identifier":
+                declared.add(k.text(d))
+    return set(_NAME.findall(k.text(statement))) - declared
 
 
 def _holds_statements(node) -> bool:
