@@ -129,16 +129,27 @@ def _value(declaration) -> tuple | None:
 def _restored(ours: Kernel, theirs: Kernel, statement, matched: dict, steps: list) -> Edit | None:
     """The step's statement put back before the learner's statement that aligns with
     its next neighbour in the same block, or else after the one that aligns with the
-    neighbour before it."""
+    neighbour before it; named by the last line of the learner's statement it follows,
+    where there is one (what the learner wrote last before the gap)."""
     index = {n.id: i for i, (n, _) in enumerate(steps)}
     block = [c for c in statement.parent.named_children if c.id in index]
     at = next(i for i, c in enumerate(block) if c.id == statement.id)
     text = _one_line(theirs.text(statement))
     if at + 1 < len(block) and (after := matched.get(index[block[at + 1].id])) is not None:
-        return Edit(after.start_byte, after.start_byte, text + " ", ours.line(after),
+        return Edit(after.start_byte, after.start_byte, text + " ", _line_before(ours, after),
                     "restore statement", "", "insert")  # fmt: skip
     if at > 0 and (before := matched.get(index[block[at - 1].id])) is not None:
         return Edit(before.end_byte, before.end_byte, " " + text, ours.line(before),
                     "restore statement", "", "insert")  # fmt: skip
     return None
 
+
+
+def _line_before(k: Kernel, node) -> int:
+    """The last line of the statement before node in its block, or node's own line."""
+    before = node.prev_named_sibling
+    while before is not None and before.type in ("comment", "preproc_call"):
+        before = before.prev_named_sibling
+    if before is None or before.type not in _STATEMENTS:
+        return k.line(node)
+    return k.source.line(before.end_point.row)
