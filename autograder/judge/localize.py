@@ -318,8 +318,8 @@ class Hints:
 def _own_lines(spec: KernelSpec) -> set[int]:
     """The lines of a course step's kernel that are not the step's own (what a learner
     wrote, most likely where a mistake is), where the rest reads as the step does."""
-    step = registry.step_of_kernel(spec.filename, spec.name_expression)
-    if step is None or not step.is_cuda:
+    step = _course_step(spec)
+    if step is None:
         return set()
     theirs = [" ".join(t.split()) for t in step.source().splitlines()]
     ours = [" ".join(t.split()) for t in spec.source.splitlines()]
@@ -331,8 +331,14 @@ def _own_lines(spec: KernelSpec) -> set[int]:
 def _from_the_step(spec: KernelSpec, text: str) -> list[edits.Edit]:
     """Repairs from the step's own kernel, where spec is a course step's written otherwise
     (autograder.judge.aligned)."""
+    step = _course_step(spec)
+    return aligned.repairs(text, _step_text(step.id)) if step else []
+
+
+def _course_step(spec: KernelSpec):
+    """The course step whose kernel spec is (a learner's version of), or None."""
     step = registry.step_of_kernel(spec.filename, spec.name_expression)
-    return aligned.repairs(text, _step_text(step.id)) if step and step.is_cuda else []
+    return step if step is not None and step.is_cuda else None
 
 
 @lru_cache(maxsize=None)
