@@ -23,7 +23,7 @@ is one of:
 How the size of a figure's text is known. The book's figures are matplotlib PNGs, and a
 browser cannot read the text inside a raster. So each figure says it: the code that
 writes the PNG (`autograder.course.pictures.png`, which both the chapters' pictures and
-book/figures.py's plots go through) stores in the PNG's metadata, under the key
+the plots of book/figures/ go through) stores in the PNG's metadata, under the key
 `min-text-px`, the smallest font size of any text drawn on it, in the image's own
 pixels (points × dpi / 72: the size matplotlib rasterised it at). Here the browser
 says how wide it shows the image and how wide the image is; the text as the reader

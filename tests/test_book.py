@@ -76,7 +76,7 @@ def test_the_landing_page_opens_with_the_ladder_drawn_from_the_committed_bench()
     landing = PAGES["index"]
     assert landing.index("figures.glue_ladder()") < landing.index("**Who it is for.**")
     table = figures.ladder_table().data
-    rungs = figures._rungs()
+    rungs = figures.rungs._rungs()
     assert [r.kernel for r in rungs] == [
         s.name for s in registry.STEPS if s.name not in figures.NOT_YET_MEASURED
     ]

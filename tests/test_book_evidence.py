@@ -86,7 +86,7 @@ def test_a_step_without_a_profile_at_4096_is_reported_with_the_command_that_adds
 ):
     rows = figures.profile_rows()
     monkeypatch.setattr(
-        figures,
+        figures.common,  # where missing_data looks it up
         "profile_rows",
         lambda: {k: v for k, v in rows.items() if k != ("06_vectorized", "4096x4096x4096")},
     )
@@ -98,7 +98,7 @@ def test_a_step_without_a_profile_at_4096_is_reported_with_the_command_that_adds
 def test_a_step_without_a_bench_row_is_reported(monkeypatch):
     rows = figures.results()
     monkeypatch.setattr(
-        figures,
+        figures.common,  # where missing_data looks it up
         "results",
         lambda: [r for r in rows if not (r.kernel == "04_blocktiling_1d" and r.M == 1024)],
     )
@@ -149,9 +149,9 @@ def test_a_profile_table_shows_the_counters_its_chapter_cites_and_boxes_the_rest
     assert ":class: dropdown" in box, "the box of more counters is not closed"
     lines = {
         key: [line for line in table.splitlines() if line.startswith(f"| {label} |")]
-        for key, label, _ in figures._PROFILE_ROWS
+        for key, label, _ in figures.profile._PROFILE_ROWS
     }
-    for key, label, _ in figures._PROFILE_ROWS:
+    for key, label, _ in figures.profile._PROFILE_ROWS:
         if not lines[key]:
             continue  # a counter none of these kernels has
         where = shown if key in main else box
@@ -207,7 +207,7 @@ def test_the_shape_chapter_shows_the_sweep_against_cublas_and_the_plans():
 
 def test_the_roofline_places_steps_by_measured_dram_bytes_with_labels_apart(monkeypatch):
     shown = []  # figures.show closes what it shows: keep it here instead
-    monkeypatch.setattr(figures, "show", lambda fig=None: shown.append(fig or plt.gcf()))
+    monkeypatch.setattr(figures.models, "show", lambda fig=None: shown.append(fig or plt.gcf()))
     figures.roofline()
     ax = shown[0].axes[0]
     renderer = shown[0].canvas.get_renderer()
@@ -293,7 +293,7 @@ def test_the_ablation_table_gives_each_tricks_worth_from_the_committed_rows(tmp_
     rows = [row(hopper, 300000.0), row(bench.CUBLAS_TF32, 400000.0)]
     rows += [row(v.label, 240000.0) for v in ablation.variants("12")]
     bench.write_csv(rows, tmp_path / "ablation12_test_gpu.csv")
-    monkeypatch.setattr(figures, "DATA", tmp_path)
+    monkeypatch.setattr(figures.tuning, "DATA", tmp_path)  # where the ablation reads
     table = figures.ablation_table().data
     assert f"| {whole} | 100.0% |" in table
     for v in ablation.variants():

@@ -1,4 +1,4 @@
-"""The pictures of the ladder (autograder/course/pictures.py): every step has one, each
+"""The pictures of the ladder (autograder/course/pictures/): every step has one, each
 draws on the CPU and fits the book's column, and each is drawn from the step's
 registry parameters and launch geometry, not from sizes typed into the picture."""
 
@@ -66,7 +66,7 @@ def test_every_step_has_a_picture():
     missing = [s.name for s in STEPS if s.slug not in pictures.DRAWINGS]
     assert not missing, (
         f"no picture for {', '.join(missing)}: add a function that draws it to "
-        "DRAWINGS in autograder/course/pictures.py"
+        "DRAWINGS in autograder/course/pictures/__init__.py"
     )
     stale = set(pictures.DRAWINGS) - {s.slug for s in STEPS}
     assert not stale, f"pictures of steps the registry no longer has: {sorted(stale)}"
