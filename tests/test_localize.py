@@ -9,6 +9,7 @@ endless loops they name, and the reference kernels they must pass.
 """
 
 import ctypes
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -362,8 +363,6 @@ __global__ void other_style(int M, int N, int K, float alpha, const float *A,
 
 
 def other_style(old="", new=""):
-    from dataclasses import replace
-
     from autograder.run.kernel import from_source
 
     assert old in OTHER_STYLE
@@ -430,11 +429,77 @@ def test_repairs_on_two_lines_give_one_cause_that_lists_both_and_names_neither()
     assert "other_style.cu:22" in said and "other_style.cu:18" in said, said
 
 
+def test_an_operator_that_binds_otherwise_is_repaired_as_the_text_reads():
+    # alpha * acc + beta * C[...] written with * for its +: the text now multiplies all
+    # four, and no operator of that tree gives the sum back; the token changed does.
+    spec = other_style("alpha * acc + beta * C", "alpha * acc * beta * C")
+    causes = by_cause(judge.check(spec, backend="cpu").cases)
+    assert len(causes) == 1 and causes[0].diagnosis.line == 22, [str(c) for c in causes]
+
+
+def test_a_factor_is_added_where_the_kernel_writes_its_own():
+    # The kernel writes alpha first (alpha * acc[0]): the repair of the line that lost
+    # it writes it so too, and reads like its twin above it.
+    text = (
+        "__global__ void k(float alpha, float beta, float *C) {\n"
+        "    float acc[2] = {1.0f, 2.0f};\n"
+        "    C[0] = alpha * acc[0] + beta * C[0];\n"
+        "    C[1] = acc[1] + beta * C[1];\n"
+        "}\n"
+    )
+    factors = [e.text for e in edits.repairs(text) if e.operator == "add factor" and e.line == 4]
+    assert "alpha * acc[1]" in factors and "acc[1] * alpha" not in factors, factors
+    familiar = suspects.Familiarity(text)
+    ranked = sorted((e for e in edits.repairs(text) if e.operator == "add factor" and e.line == 4),
+                    key=familiar, reverse=True)  # fmt: skip
+    assert ranked[0].text == "alpha * acc[1]", [e.text for e in ranked]
+
+
+LOOP = """__global__ void k(int n, float *x) {
+    for (int i = 0;
+         i <= n;
+         ++i) {
+        x[i] = 0.0f;
+    }
+}
+"""
+
+
+def test_a_loops_bound_and_its_step_are_one_statements_lines():
+    source = Source.parse(LOOP)
+    spans = {}
+    for e in edits.repairs(LOOP):
+        repair = localize.Repair(e.line, e.operator, e.before)
+        spans.setdefault(e.line, set()).add(localize._in_statement(repair, source, e).statement)
+    assert spans[3] == spans[4] == {(2, 4)}, spans
+    assert (5, 5) in spans[5] and (2, 4) not in spans[5], spans
+
+
+def test_repairs_on_two_lines_of_one_statement_name_the_first_tried_and_say_the_other():
+    # A loop's bound (line 3) and its step (line 4) each make every case pass, and a
+    # guard on line 2 would too: the statement is confirmed, its bound named.
+    from autograder.judge import diagnosis
+
+    repairs = (
+        localize.Repair(2, "add condition", "i <= n", rank=0, statement=(2, 4)),
+        localize.Repair(3, "relational", "i <= n", ("<=", "<"), rank=1, statement=(2, 4)),
+        localize.Repair(4, "update", "++i", rank=9, statement=(2, 4)),
+    )
+    finding = localize.Finding("", True, repairs, 10, 100, 1.0)
+    wrong = "every element of C is wrong"
+    failing = [checker.CaseResult(Shape(4, 4, 4), 0.0, False, message=wrong)]
+    [(cause, _)] = diagnosis.diagnose(failing, finding, "loop.cu")
+    assert cause.line == 3, cause
+    said = str(cause)
+    assert "loop.cu:3 is off by one" in said and "so does one at loop.cu:4" in said, said
+    elsewhere = tuple(replace(r, statement=(r.line, r.line)) for r in repairs)
+    [(cause, _)] = diagnosis.diagnose(failing, replace(finding, repairs=elsewhere), "loop.cu")
+    assert cause.line is None, cause
+
+
 def test_a_mistake_in_a_macros_arguments_on_their_second_line_is_named_on_that_line():
     # The preprocessor expands AT(...) on its first line (17); the mistake is on the
     # second (18), and the message names the line the learner wrote it on.
-    from dataclasses import replace
-
     spec = other_style("Bs[ty * TS + tx] = B[(k0 + ty) * N + col];",
                        "Bs[ty * TS + tx] = AT(B,\n                           (k0 + ty) * M + col);")
     source = spec.source.replace("#define TS 16", "#define TS 16\n#define AT(p, i) (p)[i]")

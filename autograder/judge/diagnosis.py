@@ -104,24 +104,35 @@ def _several_words(finding: Finding, where) -> str:
 def _confirmed(finding: Finding | None) -> tuple[Repair, ...]:
     """The repairs that confirm where the mistake is: all of them, when they lie on one
     line; or when each adds a barrier (a barrier missing, which several places would
-    fix: the message lists them); or those of the one line where a repair is no guard,
-    when every repair elsewhere only adds a guard (a condition added around an index
-    past its array hides the wrong bound that the mistake's own line repairs)."""
+    fix: the message lists them); or those of the one line, or of the one statement
+    written over several lines (a loop's bound and its step), where a repair is no
+    guard, when every repair elsewhere only adds a guard (a condition added around an
+    index past its array hides the wrong bound that the mistake's own line repairs)."""
     if finding is None or not finding.repairs:
         return ()
     lines = {r.line for r in finding.repairs}
     if len(lines) == 1 or all(r.operator == "add barrier" for r in finding.repairs):
         return finding.repairs
-    unguarded = {r.line for r in finding.repairs if r.operator != "add condition"}
-    if len(unguarded) == 1:
-        return tuple(r for r in finding.repairs if r.line in unguarded)
-    return ()
+    unguarded = [r for r in finding.repairs if r.operator != "add condition"]
+    if len({r.line for r in unguarded}) == 1:
+        return tuple(r for r in finding.repairs if r.line in {u.line for u in unguarded})
+    return tuple(unguarded) if _one_statement(unguarded) else ()
+
+
+def _one_statement(repairs) -> bool:
+    """Whether repairs on several lines all change one statement."""
+    statements = {r.statement for r in repairs}
+    return len(statements) == 1 and statements.pop()[0] > 0
 
 
 def _line(confirmed) -> int | None:
-    """The one line the repairs confirm, or None when they are on several."""
+    """The one line the repairs confirm: theirs, or of one statement's lines the first
+    repair's (the one tried first, the likeliest by the order); None when they are on
+    several statements."""
     lines = {r.line for r in confirmed}
-    return lines.pop() if len(lines) == 1 else None
+    if len(lines) == 1:
+        return lines.pop()
+    return confirmed[0].line if _one_statement(confirmed) else None
 
 
 def _search_words(finding: Finding) -> str:
@@ -233,7 +244,7 @@ def _repair_words(confirmed, where) -> str:
     r = confirmed[0]
     at = where(r.line)
     lines = sorted({c.line for c in confirmed})
-    if len(lines) > 1:  # a barrier, which several places take
+    if len(lines) > 1 and not _one_statement(confirmed):  # a barrier, which several places take
         listed = ", ".join(where(n) for n in lines[:3])
         more = f" and {len(lines) - 3} more places" if len(lines) > 3 else ""
         return (
@@ -270,6 +281,9 @@ def _repair_words(confirmed, where) -> str:
         said = f"`{shown}` at {at} uses {old} where it should use {new}"
     if r.operator == "relational" and {old, new} in ({"<", "<="}, {">", ">="}):
         said = f"the comparison `{shown}` at {at} is off by one"
+    also = [where(n) for n in lines if n != r.line]
+    if also:  # another line of the same statement (a loop's step, for its bound)
+        return f"{said} ({REPAIRED}; so does one at {', '.join(also)}, in the same statement)"
     return f"{said} ({REPAIRED})"
 
 

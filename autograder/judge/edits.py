@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..run.syntax import Source, walk
 
@@ -137,17 +137,21 @@ class Kernel:
     scopes: dict = field(default_factory=dict)  # node id -> tuple of Symbols visible there
     functions: dict = field(default_factory=dict)  # node id -> the enclosing function's start
     multipliers: set = field(default_factory=set)  # names the kernel multiplies by somewhere
+    leading: set = field(default_factory=set)  # of those, the ones it writes first, never second
 
     @classmethod
     def parse(cls, text: str, lines: tuple[int, int] | None = None) -> Kernel:
         kernel = cls(Source.parse(text), lines)
         kernel._walk(kernel.source.root, [], -1, [])
-        kernel.multipliers = {
-            kernel.text(side) for n in walk(kernel.source.root) if n.type == "binary_expression"
-            and kernel.text(n.child_by_field_name("operator")) == "*"
-            for side in (n.child_by_field_name("left"), n.child_by_field_name("right"))
-            if side.type == "identifier"
+        products = [n for n in walk(kernel.source.root) if n.type == "binary_expression"
+                    and kernel.text(n.child_by_field_name("operator")) == "*"]  # fmt: skip
+        sides = {
+            side: {kernel.text(n.child_by_field_name(side)) for n in products
+                   if n.child_by_field_name(side).type == "identifier"}
+            for side in ("left", "right")
         }  # fmt: skip
+        kernel.multipliers = sides["left"] | sides["right"]
+        kernel.leading = sides["left"] - sides["right"]
         return kernel
 
     # ---- scopes -------------------------------------------------------------------------
@@ -508,6 +512,33 @@ def _operator_swaps(k: Kernel, node) -> Iterator[tuple[Edit, bool]]:
         yield swap("--" if op == "++" else "++", "update"), True
 
 
+_ADDITIVE = ("+", "-")
+
+
+def _reparsed_swaps(k: Kernel, node) -> list[Edit]:
+    """An operator exchanged for one that binds otherwise, as the text then reads: a
+    mistake that wrote `a * b * c * d` for `a * b + c * d` is one token away, yet no
+    operator of its tree gives the sum back. So the whole expression, the token changed."""
+    op_node = node.child_by_field_name("operator")
+    if node.type != "binary_expression" or op_node is None or k.text(op_node) not in ARITHMETIC:
+        return []
+    outer = node
+    while outer.parent is not None and outer.parent.type == "binary_expression" and (
+        k.text(outer.parent.child_by_field_name("operator")) in ARITHMETIC
+    ):  # fmt: skip
+        outer = outer.parent
+    op = k.text(op_node)
+    if outer is node or "" in {k.kind(c) for c in (node.child_by_field_name("left"),
+                                                    node.child_by_field_name("right"))}:
+        return []
+    text, at = k.text(outer), op_node.start_byte - outer.start_byte
+    return [
+        replace(_edit(k, outer, text[:at] + new + text[at + len(op) :], "arithmetic", (op, new)),
+                line=k.line(op_node))
+        for new in ARITHMETIC[op] if (new in _ADDITIVE) != (op in _ADDITIVE)
+    ]  # fmt: skip
+
+
 def _constants(k: Kernel, node) -> Iterator[Edit]:
     text = k.text(node)
     if node.type in ("true", "false"):
@@ -711,6 +742,7 @@ def repairs(text: str, lines: tuple[int, int] | None = None) -> list[Edit]:
             found.append(_edit(k, node, new, rule, (k.text(node), new)))
         for edit, _ in _operator_swaps(k, node):
             found.append(edit)
+        found += _reparsed_swaps(k, node)
         if node.type in ("true", "false") or node.type == "number_literal" and k.kind(node) == "int":
             found += list(_constants(k, node))
             # ... or any other constant the kernel writes (a step of 4 where 0 is).
@@ -886,8 +918,11 @@ def _added_factors(k: Kernel, node) -> list[Edit]:
             if n.type == "subscript_expression" and n.parent.type != "subscript_expression" and (
                 k.kind(n) == "float" and n.id != node.id):  # fmt: skip
                 factors.add(k.text(n))
-        return [_edit(k, node, f"{k.text(node)} * {f}", "add factor") for f in sorted(factors)
-                if f != k.text(node)]  # fmt: skip
+        # Written as the kernel writes the factor elsewhere (alpha * acc, not acc * alpha),
+        # so that the repair reads like its twins (suspects.Familiarity).
+        own = k.text(node)
+        return [_edit(k, node, f"{f} * {own}" if f in k.leading else f"{own} * {f}", "add factor")
+                for f in sorted(factors) if f != own]  # fmt: skip
     return []
 
 

@@ -74,6 +74,7 @@ class Repair:
     swapped: tuple[str, str] = ("", "")
     context: str = ""  # the whole expression `before` is part of
     rank: int = 0  # its place in the order the repairs were tried
+    statement: tuple[int, int] = (0, 0)  # the first and last line of the statement it changes
 
 
 @dataclass(frozen=True)
@@ -721,7 +722,9 @@ def _many(edit: edits.Edit, pairs: set) -> bool:
     operand by elsewhere (by * BM * N where the column's product lacks by), a product
     it writes elsewhere (bx * BN) rather than a lone name."""
     if edit.operator == "add factor":
-        return frozenset((edit.before, edit.text.rsplit(" * ", 1)[-1])) not in pairs
+        factor = edit.text.replace(edit.before, "", 1).strip(" *")
+        operands = (edit.before, factor)
+        return not {frozenset(operands), frozenset(map(suspects.operand, operands))} & pairs
     if edit.operator == "add term":
         return not edit.text.endswith(")")  # `(sum) + name`, not `(sum) + (product)`
     return edit.operator == "variable"
@@ -784,10 +787,12 @@ def localize(
             found += part_found
             tried += part_tried
     if found:  # the preprocessed text's rows, parsed only when a repair needs its line
-        rows = dict(zip(Source.parse(built.text).lines, built.text.split("\n")))
+        source = Source.parse(built.text)
+        rows = dict(zip(source.lines, built.text.split("\n")))
+        found = [_on_own_line(r, rows, spec.source) for r in found]
+        found = [_in_statement(r, source, order[r.rank][2]) for r in found]
         # A rule's repair says what kind of mistake it is; the step's statement, only where.
-        found = sorted((_on_own_line(r, rows, spec.source) for r in found),
-                       key=lambda r: (r.operator in aligned.OPERATORS, r.rank))  # fmt: skip
+        found = sorted(found, key=lambda r: (r.operator in aligned.OPERATORS, r.rank))
         found = _where_it_differs(found, spec)
     return Finding(evidence, wrong, tuple(found), tried, len(order), time.monotonic() - began)
 
@@ -823,6 +828,32 @@ def _on_own_line(repair: Repair, rows: dict[int, str], source: str) -> Repair:
         n += 1
     holding = [n for n in swallowed if holds(n)]
     return replace(repair, line=holding[0]) if len(holding) == 1 else repair
+
+
+# What a repair's statement is: the innermost of these around it; of a loop or a branch,
+# its header, up to the statement it runs.
+_STATEMENTS = {
+    "expression_statement": None, "declaration": None, "return_statement": None,
+    "for_statement": "body", "while_statement": "body", "if_statement": "consequence",
+}  # fmt: skip
+
+
+def _in_statement(repair: Repair, source: Source, edit: edits.Edit) -> Repair:
+    """The repair with the learner's lines of the statement it changes: a loop's bound
+    and its step, written on two lines of one header, are one statement's (an insertion
+    is its own)."""
+    node = source.root.descendant_for_byte_range(edit.start, max(edit.start, edit.end - 1))
+    while edit.end > edit.start and node is not None and node.type not in _STATEMENTS:
+        node = node.parent
+    if node is None or edit.end == edit.start:
+        return replace(repair, statement=(repair.line, repair.line))
+    ran = _STATEMENTS[node.type] and node.child_by_field_name(_STATEMENTS[node.type])
+    whole = edit.start <= node.start_byte and edit.end >= node.end_byte
+    end = node.end_byte if whole or not ran else ran.start_byte
+    while end > node.start_byte + 1 and source.data[end - 1 : end].isspace():
+        end -= 1
+    first, last = (source.line(source.data.count(b"\n", 0, b)) for b in (node.start_byte, end - 1))
+    return replace(repair, statement=(min(first, repair.line), max(last, repair.line)))
 
 
 def _search_part(search: _Search, order, cpu: float):

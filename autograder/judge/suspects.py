@@ -29,7 +29,8 @@ from .edits import Edit, Kernel, assigned, declared_name, inside_body, is_produc
 
 def multiplied(k: Kernel) -> set[frozenset[str]]:
     """Each pair of operands the kernel multiplies together somewhere, in one product
-    however long (bx * BLOCKSIZE * n pairs n with bx and with BLOCKSIZE)."""
+    however long (bx * BLOCKSIZE * n pairs n with bx and with BLOCKSIZE), also as
+    `operand` writes them."""
     pairs = set()
     for node in walk(k.source.root):
         if not is_product(k, node) or is_product(k, node.parent):
@@ -42,7 +43,14 @@ def multiplied(k: Kernel) -> set[frozenset[str]]:
             else:
                 leaves.append(re.sub(r"\s+", " ", k.text(n)))
         pairs |= {frozenset((a, b)) for a in leaves for b in leaves if a != b}
+        pairs |= {frozenset(map(operand, (a, b))) for a in leaves for b in leaves if a != b}
     return pairs
+
+
+def operand(text: str) -> str:
+    """An operand as the kernel's twins share it: an element of an array by the array's
+    name (alpha * acc[m][n] and alpha * acc[m][n + 1] pair alpha with one operand)."""
+    return re.sub(r"\[.*", "[]", text)
 
 
 # C's tokens, roughly: a name, a number, a two-character operator, any other character.
