@@ -169,6 +169,11 @@ def misbehaving_when_timed(M: int, N: int, K: int) -> dict[str, tuple[KernelSpec
             _edit((_BODY, _BODY + f"  if {timed} C[M * N + (1 << 28)] = 0.0f;\n")),
             "past the end of C",
         ),
+        # What lies before A: read, its value kept, so no compiler may drop the read.
+        "reads far before the start of A when timed": (
+            _edit((_BODY, _BODY + f"  if ({timed} && A[-(1 << 28)] == 1234.5f) C[0] = 0.0f;\n")),
+            "before the start of A",
+        ),
         "floods its output when timed": (
             _edit((_BODY, _BODY + f'  if {timed} printf("timed! %d\\n", threadIdx.x);\n')),
             "",  # it prints, and is timed as it is: its prints are capped, not its points

@@ -244,7 +244,9 @@ def _measure_once(
 ) -> dict[str, Measurement]:
     xp = backend.xp
     M, N, K = size
-    C = xp.empty((M, N), dtype=xp.float32)
+    # Buffers with nothing mapped around them on a GPU (Backend.empty), refilled with
+    # fresh inputs for every launch: a stray access faults there, as on the CPU.
+    A, B, C = backend.empty((M, K)), backend.empty((K, N)), backend.empty((M, N))
     results = {name: Measurement(name, size) for name in launches}
     backend.throttled()  # the clock readings of these launches only
     for index in range(WARMUP + repeats):
@@ -252,8 +254,8 @@ def _measure_once(
             result = results[name]
             if result.wrong:
                 continue
-            A = device_rng.standard_normal((M, K), dtype=xp.float32)
-            B = device_rng.standard_normal((K, N), dtype=xp.float32)
+            A[...] = device_rng.standard_normal((M, K), dtype=xp.float32)
+            B[...] = device_rng.standard_normal((K, N), dtype=xp.float32)
             verifier = Verifier(xp, A, B, ALPHA, input_roundoff, host_rng)
             C.fill(SENTINEL)  # finite: beta = 0 lets a kernel read C (0 * C = 0)
             backend.flush_caches()

@@ -24,6 +24,7 @@ from . import (
     device_only,
     gpu,
     gpu_lock,
+    guarded,
     tensor_maps,
 )
 from .kernel import KernelSpec
@@ -136,6 +137,10 @@ class Backend:
     def alone(self):
         """A turn with the device to itself, for a timing."""
         return contextlib.nullcontext()
+
+    def empty(self, shape: tuple[int, ...]):
+        """An uninitialised float32 array for a timed launch's A, B or C."""
+        return self.xp.empty(shape, dtype=self.xp.float32)
 
     def time_once(self, run: Callable[[], object]) -> float:
         """Seconds that run() keeps the device busy."""
@@ -266,6 +271,11 @@ class GpuBackend(Backend):
                 f"at most {device['MaxSharedMemoryPerBlockOptin']}"
             )
         return launch
+
+    def empty(self, shape: tuple[int, ...]):
+        """With nothing mapped around it (autograder.run.guarded): a kernel that reads
+        or writes past A, B or C when timed faults on every GPU."""
+        return guarded.empty(shape)
 
     def time_once(self, run) -> float:
         """The device's time for run()'s work alone, the host's launch work held out
