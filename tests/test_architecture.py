@@ -1,5 +1,7 @@
-"""The package's layers hold by a tool, not a promise: import-linter's layers contract in
-pyproject.toml (course > grade | measure > judge > run > isolate > ladder; ARCHITECTURE.md)."""
+"""The package's layers hold by a tool, not a promise: import-linter's contracts in
+pyproject.toml (course > grade | measure > judge > run > isolate > ladder; ARCHITECTURE.md,
+and no package whose modules import each other in a cycle); and every module stays
+small enough to hold in mind."""
 
 import shutil
 import subprocess
@@ -40,3 +42,15 @@ def test_an_upward_import_fails_the_contract_and_names_both_modules(tmp_path):
     assert result.returncode != 0
     assert "BROKEN" in result.stdout
     assert "autograder.run.gpu" in result.stdout and "autograder.judge.checker" in result.stdout
+
+
+def test_two_modules_that_import_each_other_fail_the_contract(tmp_path):
+    # The CPU backend importing the backends that load it (where the fault type once
+    # lived): a cycle inside the run layer, which the layers contract cannot see.
+    shutil.copytree(ROOT / "autograder", tmp_path / "autograder")
+    cpu = tmp_path / "autograder" / "run" / "cpu.py"
+    cpu.write_text(cpu.read_text() + "\nfrom .backends import Backend  # noqa: E402\n")
+    result = lint(tmp_path)
+    assert result.returncode != 0
+    assert "No cycles are allowed in autograder.run" in result.stdout, result.stdout[-3000:]
+

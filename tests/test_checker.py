@@ -10,7 +10,7 @@ import pytest
 
 from autograder.judge import checker
 from autograder.judge.checker import Shape
-from autograder.run.backends import KernelFault
+from autograder.run.faults import KernelFault
 
 SHAPE = Shape(127, 129, 65)
 

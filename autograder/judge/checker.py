@@ -25,7 +25,7 @@ from typing import Callable
 
 import numpy as np
 
-from ..run.backends import KernelFault
+from ..run.faults import KernelFault
 from . import mapping
 from .causes import by_cause
 from .diagnose import describe_mismatch

@@ -37,8 +37,8 @@ from ..isolate import isolation
 from ..isolate.child import Child
 from ..ladder import registry
 from ..run import cpu, syntax
-from ..run.backends import KernelFault
 from ..run.compiler import CompileError
+from ..run.faults import KernelFault
 from ..run.kernel import KernelSpec
 from ..run.syntax import Source, walk
 from . import aligned, edits, suspects

@@ -47,7 +47,7 @@ from typing import Callable
 
 import numpy as np
 
-from ..run.backends import KernelFault
+from ..run.faults import KernelFault
 from .checker import ALPHA, SENTINEL, elementwise_tolerance, tolerance_factor
 
 WARMUP, REPEATS = 2, 20

@@ -73,10 +73,6 @@ class BackendUnavailable(RuntimeError):
     """The chosen backend cannot run this kernel here (no compiler, unsupported construct)."""
 
 
-class KernelFault(Exception):
-    """A backend caught the kernel making a bad memory access; str() says which."""
-
-
 class LaunchRefused(Exception):
     """The launch asks for more than the device gives a block; str() says what."""
 

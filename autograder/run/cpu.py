@@ -26,8 +26,8 @@ import numpy as np
 
 from ..isolate import isolation
 from . import contract, device_only, syntax
-from .backends import KernelFault
 from .compiler import CompileError
+from .faults import KernelFault
 from .kernel import KernelSpec
 
 RUNTIME = Path(__file__).with_name("cpu_runtime.h")
