@@ -437,6 +437,15 @@ def test_an_operator_that_binds_otherwise_is_repaired_as_the_text_reads():
     assert len(causes) == 1 and causes[0].diagnosis.line == 22, [str(c) for c in causes]
 
 
+def test_an_operator_is_named_on_its_own_line_of_an_expression_written_over_two():
+    # beta + C[...] for beta * C[...], on the second line of the store: the line named
+    # is the operator's, not the line the expression starts on.
+    spec = other_style("alpha * acc + beta * C[row * N + col]",
+                       "alpha * acc +\n                       beta + C[row * N + col]")
+    causes = by_cause(judge.check(spec, backend="cpu").cases)
+    assert len(causes) == 1 and causes[0].diagnosis.line == 23, [str(c) for c in causes]
+
+
 def test_a_factor_is_added_where_the_kernel_writes_its_own():
     # The kernel writes alpha first (alpha * acc[0]): the repair of the line that lost
     # it writes it so too, and reads like its twin above it.

@@ -740,8 +740,9 @@ def repairs(text: str, lines: tuple[int, int] | None = None) -> list[Edit]:
     for node in k.nodes():
         for new, rule in _exchanges(k, node):
             found.append(_edit(k, node, new, rule, (k.text(node), new)))
-        for edit, _ in _operator_swaps(k, node):
-            found.append(edit)
+        # A repair names the operator's own line (an expression may span several).
+        found += [replace(edit, line=k.line(node.child_by_field_name("operator")))
+                  for edit, _ in _operator_swaps(k, node)]  # fmt: skip
         found += _reparsed_swaps(k, node)
         if node.type in ("true", "false") or node.type == "number_literal" and k.kind(node) == "int":
             found += list(_constants(k, node))
