@@ -54,3 +54,13 @@ def test_two_modules_that_import_each_other_fail_the_contract(tmp_path):
     assert result.returncode != 0
     assert "No cycles are allowed in autograder.run" in result.stdout, result.stdout[-3000:]
 
+
+# Past this a module holds more than one idea (ARCHITECTURE.md: split it by what it does).
+MOST_LINES = 800
+
+
+def test_every_module_is_small_enough_to_hold_in_mind():
+    modules = [*(ROOT / "autograder").rglob("*.py"), *(ROOT / "book").rglob("*.py")]
+    long = {str(m.relative_to(ROOT)): n for m in modules
+            if (n := len(m.read_text().splitlines())) > MOST_LINES}  # fmt: skip
+    assert not long, long

@@ -16,7 +16,7 @@ import pytest
 from planted import planted, planted_all
 
 from autograder import KernelSpec, judge
-from autograder.judge import aligned, checker, edits, localize, suspects
+from autograder.judge import aligned, checker, edits, localize, mutant_schema, suspects
 from autograder.judge.causes import by_cause
 from autograder.judge.checker import SMALL, Shape
 from autograder.ladder import registry
@@ -229,7 +229,7 @@ def test_every_reference_kernel_passes_the_diagnostic_builds(step, build, tmp_pa
     source = None
     if build == "variants":
         text = cpu.preprocessed(spec)
-        source, _ = localize.schema(Source.parse(text), edits.repairs(text)[: localize.CAP])
+        source, _ = mutant_schema.schema(Source.parse(text), edits.repairs(text)[: localize.CAP])
     launch = cpu._launcher(spec, cpu.build(spec, build, source=source))
     rng = np.random.default_rng(0)
     for shape in (Shape(17, 19, 3), Shape(67, 131, 68), Shape(127, 129, 129)):
@@ -312,7 +312,7 @@ def test_a_repair_switched_on_in_the_schema_computes_what_the_edited_kernel_does
     spec = planted("05", *MISTAKES["the column bound compared against M"][0])
     text = cpu.preprocessed(spec)
     repairs = [r for r in edits.repairs(text) if r.line == 81 and r.swapped == ("M", "N")]
-    schematized, candidates = localize.schema(Source.parse(text), repairs)
+    schematized, candidates = mutant_schema.schema(Source.parse(text), repairs)
     library = cpu.build(spec, "variants", source=schematized)
     configure = ctypes.CDLL(str(library)).cpu_configure
     configure.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_long, ctypes.c_long]
@@ -522,7 +522,7 @@ def test_every_repair_of_a_kernel_written_in_another_style_compiles_in_the_schem
     # here every line would have lost its own.
     spec = other_style()
     text = cpu.preprocessed(spec)
-    source, _ = localize.schema(Source.parse(text), edits.repairs(text))
+    source, _ = mutant_schema.schema(Source.parse(text), edits.repairs(text))
     cpu.build(spec, "variants", source=source)
 
 

@@ -18,7 +18,8 @@ import difflib
 import re
 
 from ..run.syntax import walk
-from .edits import Edit, Kernel, inside_body
+from .edits import Edit
+from .scopes import Kernel, inside_body
 
 _STATEMENTS = {"expression_statement", "if_statement", "for_statement", "while_statement",
                "do_statement", "declaration"}  # fmt: skip

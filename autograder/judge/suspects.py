@@ -24,7 +24,8 @@ import re
 from collections import Counter
 
 from ..run.syntax import walk
-from .edits import Edit, Kernel, assigned, declared_name, inside_body, is_product
+from .edits import Edit, assigned, is_product
+from .scopes import Kernel, declared_name, inside_body
 
 
 def multiplied(k: Kernel) -> set[frozenset[str]]:
