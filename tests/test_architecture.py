@@ -33,12 +33,18 @@ def test_every_import_runs_down_the_layers():
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
 
 
+def lint_with(tmp_path: Path, module: str, line: str) -> subprocess.CompletedProcess:
+    """lint() over a copy of the package whose `module` (a path under autograder/)
+    ends with one more import line."""
+    shutil.copytree(ROOT / "autograder", tmp_path / "autograder")
+    planted = tmp_path / "autograder" / module
+    planted.write_text(planted.read_text() + f"\n{line}  # noqa: E402\n")
+    return lint(tmp_path)
+
+
 def test_an_upward_import_fails_the_contract_and_names_both_modules(tmp_path):
     # The run layer importing the judge's checker: the import this contract exists to stop.
-    shutil.copytree(ROOT / "autograder", tmp_path / "autograder")
-    gpu = tmp_path / "autograder" / "run" / "gpu.py"
-    gpu.write_text(gpu.read_text() + "\nfrom ..judge import checker  # noqa: E402\n")
-    result = lint(tmp_path)
+    result = lint_with(tmp_path, "run/gpu.py", "from ..judge import checker")
     assert result.returncode != 0
     assert "BROKEN" in result.stdout
     assert "autograder.run.gpu" in result.stdout and "autograder.judge.checker" in result.stdout
@@ -47,10 +53,7 @@ def test_an_upward_import_fails_the_contract_and_names_both_modules(tmp_path):
 def test_two_modules_that_import_each_other_fail_the_contract(tmp_path):
     # The CPU backend importing the backends that load it (where the fault type once
     # lived): a cycle inside the run layer, which the layers contract cannot see.
-    shutil.copytree(ROOT / "autograder", tmp_path / "autograder")
-    cpu = tmp_path / "autograder" / "run" / "cpu.py"
-    cpu.write_text(cpu.read_text() + "\nfrom .backends import Backend  # noqa: E402\n")
-    result = lint(tmp_path)
+    result = lint_with(tmp_path, "run/cpu.py", "from .backends import Backend")
     assert result.returncode != 0
     assert "No cycles are allowed in autograder.run" in result.stdout, result.stdout[-3000:]
 
