@@ -75,3 +75,14 @@ def test_a_kernel_that_misbehaves_only_when_timed_keeps_its_correctness_points(k
     elif says:  # on a GPU the fault is the hardware's, named as CUDA names it
         assert not evaluation.speed.passed and "timing the kernel" in evaluation.speed.message
         assert "cudaError" in evaluation.speed.message
+
+
+def test_a_timed_buffer_sits_between_unmapped_addresses_on_this_gpu():
+    """The guard is there on the GPUs the suite runs on, not the fallback from CuPy's
+    pool (a driver without the bindings for it): the protections above lean on it."""
+    from autograder.run import guarded
+
+    a = guarded.empty((64, 64))
+    assert guarded.refused == "", guarded.refused
+    a.fill(1.0)
+    assert float(a.sum()) == 64 * 64

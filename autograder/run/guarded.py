@@ -25,11 +25,13 @@ class _Mapping:
     """A reservation of GUARD + size + GUARD bytes, the middle mapped; released with
     the last array that uses it."""
 
+    base = handle = _driver = None  # what release() has to give back, so far
+    mapped = False
+
     def __init__(self, size: int, device: int):
         from cuda.bindings import driver
 
         self._driver, self.size = driver, size
-        self.base, self.handle, self.mapped = None, None, False
         prop = _properties(device)
         try:
             self.base = _ok(driver.cuMemAddressReserve(size + 2 * GUARD, 0, 0, 0))
@@ -53,6 +55,8 @@ class _Mapping:
         context is lost and each call fails: the process that ran it ends, and its
         mappings with it."""
         driver = self._driver
+        if driver is None:
+            return
         if self.mapped:
             driver.cuCtxSynchronize()
             driver.cuMemUnmap(self.pointer, self.size)
@@ -92,10 +96,30 @@ def _granularity(device: int) -> int:
     return _ok(driver.cuMemGetAllocationGranularity(_properties(device), flag))
 
 
+# Why the last buffer asked for came from CuPy's pool instead, or '' (see empty).
+refused = ""
+
+
 def empty(shape: tuple[int, ...]):
     """An uninitialised float32 CuPy array on the current device, with GUARD bytes
     unmapped before it and nothing mapped past its last element but the few bytes
-    that keep it aligned."""
+    that keep it aligned. Where the driver gives no such memory (cuda-bindings missing
+    or made for a newer CUDA than the driver's; a driver without virtual memory
+    management), one from CuPy's pool, as before, and `refused` says why: a timing must
+    not fail a learner for what the grader's machine lacks."""
+    import cupy
+
+    global refused
+    try:
+        array = _guarded(shape)
+    except Exception as e:  # ImportError, the driver's refusal, a binding it lacks
+        refused = f"{type(e).__name__}: {e}"
+        return cupy.empty(shape, dtype=cupy.float32)
+    refused = ""
+    return array
+
+
+def _guarded(shape: tuple[int, ...]):
     import cupy
 
     device = cupy.cuda.Device().id
