@@ -114,8 +114,9 @@ def _confirmed(finding: Finding | None) -> tuple[Repair, ...]:
     if len(lines) == 1 or all(r.operator == "add barrier" for r in finding.repairs):
         return finding.repairs
     unguarded = [r for r in finding.repairs if r.operator != "add condition"]
-    if len({r.line for r in unguarded}) == 1:
-        return tuple(r for r in finding.repairs if r.line in {u.line for u in unguarded})
+    on = {r.line for r in unguarded}
+    if len(on) == 1:
+        return tuple(r for r in finding.repairs if r.line in on)
     return tuple(unguarded) if _one_statement(unguarded) else ()
 
 

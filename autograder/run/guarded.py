@@ -14,6 +14,7 @@ Any access the guards hold faults, whatever the card and whatever else is mapped
 from __future__ import annotations
 
 import functools
+import math
 
 # Every index of 32 bits, signed or not, counted in floats from a buffer's first
 # element (4 bytes times 2**32) lands in the buffer or in a guard.
@@ -123,10 +124,7 @@ def _guarded(shape: tuple[int, ...]):
     import cupy
 
     device = cupy.cuda.Device().id
-    count = 1
-    for n in shape:
-        count *= n
-    nbytes = max(4 * count, 4)
+    nbytes = max(4 * math.prod(shape), 4)
     grain = _granularity(device)
     size = -(-nbytes // grain) * grain
     mapping = _Mapping(size, device)
