@@ -124,15 +124,19 @@ def test_a_graded_timing_waits_while_another_process_checks_on_its_gpu(monkeypat
     timed = job.Job(spec, "gpu", stages, seed=1, alone=alone)
     # The machine's own turns: the job's child, started afresh, takes its turn there.
     monkeypatch.setattr(gpu_lock, "LOCK_DIR", MACHINES_LOCKS)
-    given_back = []
+    given_back, holding = [], threading.Event()
 
     def other_worker():
         with gpu_lock.shared(gpu_lock.identity()):
+            holding.set()
             time.sleep(held_s)
             given_back.append(time.monotonic())
 
     holder = threading.Thread(target=other_worker)
     holder.start()
+    # The job starts once the turn is held: before, its child could take the GPU
+    # first (the holder's first CUDA call takes a while) and the test timed nothing.
+    assert holding.wait(60)
     started = time.monotonic()
     outcome = job.run(timed)
     finished = time.monotonic()
