@@ -40,6 +40,9 @@ class Diagnosis:
     message: str
     line: int | None = None
     evidence: str = ""
+    # Where no one line is confirmed: the lines a repair each made every case pass on,
+    # in the order tried (the message lists them; it names none as the mistake's).
+    among: tuple[int, ...] = ()
 
     def __str__(self) -> str:
         return self.message
@@ -91,11 +94,15 @@ def _on_several_lines(finding: Finding, failing: list, where) -> Diagnosis:
     cannot tell which, so none is named as the mistake's."""
     message = f"{_sentence(failing[0].message)}; {_several_words(finding, where)}"
     evidence = f"{REPAIRED}, on each of several lines; {_search_words(finding)}"
-    return Diagnosis("line", message, None, evidence)
+    return Diagnosis("line", message, None, evidence, among=_repaired_lines(finding))
+
+
+def _repaired_lines(finding: Finding) -> tuple[int, ...]:
+    return tuple(dict.fromkeys(r.line for r in finding.repairs))  # in the order tried
 
 
 def _several_words(finding: Finding, where) -> str:
-    lines = list(dict.fromkeys(r.line for r in finding.repairs))  # in the order tried
+    lines = _repaired_lines(finding)
     listed = ", or at ".join(where(n) for n in lines[:3])
     more = f" (or at {len(lines) - 3} more lines)" if len(lines) > 3 else ""
     return f"one change at {listed}{more}, makes every case pass"

@@ -633,10 +633,10 @@ def _added_factors(k: Kernel, node) -> list[Edit]:
     kind = k.kind(node)
     if kind == "int" and op in ("+", "-") and node.type != "subscript_expression":
         # A factor a kernel leaves out is a tile size, a matrix dimension (a row's stride),
-        # a block's size or index, or a variable the kernel multiplies by elsewhere
-        # (warpRow * WM).
+        # a block's size or index, a variable the kernel multiplies by elsewhere
+        # (warpRow * WM), or the counter of a loop around it (B[k * N + col]).
         factors = [s.name for s in k.visible(node) if s.kind == "int" and (
-            s.role != "local" or s.name in k.multipliers)]  # fmt: skip
+            s.role != "local" or s.name in k.multipliers | k.counters)]  # fmt: skip
         factors += ["blockDim.x", "blockDim.y", "blockIdx.x", "blockIdx.y"]
         return [_edit(k, node, f"{k.text(node)} * {f}", "add factor") for f in factors
                 if f != k.text(node)]  # fmt: skip

@@ -69,6 +69,7 @@ class Kernel:
     functions: dict = field(default_factory=dict)  # node id -> the enclosing function's start
     multipliers: set = field(default_factory=set)  # names the kernel multiplies by somewhere
     leading: set = field(default_factory=set)  # of those, the ones it writes first, never second
+    counters: set = field(default_factory=set)  # names a for loop declares (its counter)
 
     @classmethod
     def parse(cls, text: str, lines: tuple[int, int] | None = None) -> Kernel:
@@ -127,7 +128,9 @@ class Kernel:
         for child in node.children:
             self._walk(child, chain, function, templates)
             if child.type == "declaration" and t in ("compound_statement", "for_statement"):
-                self._declare(child, chain[-1], function)
+                declared = self._declare(child, chain[-1], function)
+                if t == "for_statement":
+                    self.counters |= declared
 
     def _note(self, node, chain, function) -> None:
         if node.type in _NOTED:
@@ -137,16 +140,20 @@ class Kernel:
             self.scopes[node.id] = tuple(visible.values())
             self.functions[node.id] = function
 
-    def _declare(self, declaration, scope: dict, function: int) -> None:
+    def _declare(self, declaration, scope: dict, function: int) -> set[str]:
+        """Enter the names `declaration` declares into `scope`; those names."""
         type_text = type_name(declaration.child_by_field_name("type"), self.source)
         words = {self.source.text(c) for c in declaration.children if c.type == "type_qualifier"}
         role = "constexpr" if "constexpr" in words else "local"
         if "__shared__" in words:
             role = "shared"
+        names = set()
         for d in declaration.children_by_field_name("declarator"):
             name = declared_name(d, self.source)
             if name:
                 scope[name] = Symbol(name, _kind(type_text, d), role, function)
+                names.add(name)
+        return names
 
     def visible(self, node) -> tuple[Symbol, ...]:
         n = node

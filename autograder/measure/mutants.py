@@ -74,7 +74,9 @@ class Row:
     failed: int = 0  # cases failed
     groups: int = 0  # causes the report gives
     localized: bool = False
-    named: str = ""  # the line the first cause names as the mistake's, if any
+    # The line the first cause names as the mistake's, if any; or the two lines it says
+    # one change on either of makes every case pass ("34 or 31").
+    named: str = ""
     wrong_lead: bool = False
     rank: int = 0  # the place of the first repair that made every case pass; 0: none
     cause: str = ""  # the first cause, as the learner reads it; why a survivor is equivalent
@@ -160,16 +162,24 @@ def judge_one(kernel: Kernel, number: int, edit: edits.Edit, spec: KernelSpec, b
     diagnosis = first.diagnosis if first else None
     said = str(first) if first else report.error
     row.cause = said[:400]
-    named = diagnosis.line if diagnosis is not None else None
+    named = [diagnosis.line] if diagnosis is not None and diagnosis.line else []
+    if diagnosis is not None and not named and len(diagnosis.among) <= BETWEEN:
+        named = list(diagnosis.among)
     if diagnosis is None:  # the run stopped (a crash, a hang): the line a repair confirmed
         repaired = re.search(rf"at {re.escape(spec.filename)}:(\d+)[^;]*\({REPAIRED}", said)
-        named = int(repaired.group(1)) if repaired else None
-    row.named = str(named or "")
-    row.localized = named in _lines(edit)
-    row.wrong_lead = named is not None and not row.localized
+        named = [int(repaired.group(1))] if repaired else []
+    row.named = " or ".join(map(str, named))
+    row.localized = any(n in _lines(edit) for n in named)
+    # Lines each of which a repair confirmed are no lead the evidence contradicts.
+    row.wrong_lead = len(named) == 1 and not row.localized
     found = re.search(r"repair (\d+) of", diagnosis.evidence if diagnosis is not None else "")
     row.rank = int(found.group(1)) if found else 0
     return row
+
+
+# A first cause that lists this many lines, one change on any of which makes every case
+# pass, still points the learner at the mistake; more is a search, not a place.
+BETWEEN = 2
 
 
 def _lines(edit: edits.Edit) -> range:
@@ -311,6 +321,7 @@ class Summary:
     equivalent: int
     survived: int
     localized: int
+    between: int  # of those, named with another line (BETWEEN)
     wrong_leads: int
     one_group: int
     seconds: float  # median check time of a killed mutant
@@ -331,26 +342,29 @@ def summarize(rows: list[Row], kernel: str = "all") -> Summary:
     times = sorted(r.seconds for r in killed)
     return Summary(
         kernel, len(chosen), outcomes["compile error"], outcomes["killed"], outcomes["equivalent"],
-        outcomes["survived"], sum(r.localized for r in killed), sum(r.wrong_lead for r in killed),
+        outcomes["survived"], sum(r.localized for r in killed),
+        sum(r.localized and " or " in r.named for r in killed), sum(r.wrong_lead for r in killed),
         sum(r.groups == 1 for r in killed), times[len(times) // 2] if times else 0.0,
     )  # fmt: skip
 
 
 HEADER = (
     "| kernel | mutants | compile errors | killed | equivalent | survived | killed of the "
-    "rest | localized | wrong leads | one cause | median check (s) |"
+    "rest | localized | of them, with one other line | wrong leads | one cause | "
+    "median check (s) |"
 )
 
 
 def table(rows: list[Row]) -> str:
     """The summary, one row per kernel and one for all, as Markdown."""
     kernels = list(dict.fromkeys(r.kernel for r in rows))
-    lines = [HEADER, "|" + "---|" * 11]
+    lines = [HEADER, "|" + "---|" * 12]
     for name in [*kernels, "all"]:
         s = summarize(rows, name)
         lines.append(
             f"| {name} | {s.mutants} | {s.compile_errors} | {s.killed} | {s.equivalent} | "
             f"{s.survived} | {s.kill_rate:.1%} | {s.share(s.localized):.1%} | "
+            f"{s.share(s.between):.1%} | "
             f"{s.share(s.wrong_leads):.1%} | {s.share(s.one_group):.1%} | {s.seconds:.1f} |"
         )
     return "\n".join(lines)
