@@ -31,10 +31,10 @@ def figures():
 
 def test_the_first_sentences_say_where_to_start_before_the_chart():
     landing = (BOOK / "index.md").read_text()
-    first = landing.split("# Fast SGEMM in CUDA\n", 1)[1].split("```", 1)[0]
-    assert "{doc}`step 00" in first and "<00_cpu_triple_loop>`" in first
+    first = " ".join(landing.split("# Fast SGEMM in CUDA\n", 1)[1].split("```", 1)[0].split())
+    assert "{doc}`step 00, the CPU triple loop <00_cpu_triple_loop>`" in first
     assert "{ref}`list of exercises <exercises>`" in first
-    assert len(re.findall(r"[.!?](\s|$)", first)) <= 3, "more than three sentences: " + first
+    assert len(re.findall(r"[.!?](\s|$)", first)) <= 3, f"more than three sentences: {first}"
     assert landing.index("(exercises)=") < landing.index("figures.exercise_list()")
 
 
