@@ -25,8 +25,9 @@ ROW = 0.42  # inches per step: its name above its bar
 
 
 def _precision(step: registry.Step) -> str:
-    """What a step multiplies in: TF32 where it rounds its inputs (the registry says how
-    far), FP32 otherwise (3xTF32 included: it keeps FP32's accuracy)."""
+    """How accurate a step's product is: TF32 where it rounds its inputs to TF32 (the
+    registry says how far), FP32 otherwise (3xTF32 included: its three TF32 products
+    keep FP32's accuracy)."""
     return "TF32" if step.input_roundoff else "FP32"
 
 
@@ -35,7 +36,7 @@ COLOURS = {"FP32": pictures.VERMILLION, "TF32": pictures.SKY}
 
 def _panel(ax, rows: list[bench.Row], lines, title: str, size) -> None:
     """One panel of the ladder chart: each row's TFLOP/s as a bar, named above it by its
-    step's number and title, coloured by the precision it multiplies in; `lines` are
+    step's number and title, coloured by how accurate it is; `lines` are
     (label, GFLOP/s, colour, style, side) drawn across it and named at its top, on the
     `side` of the line ("left" or "right") where the name has room. Names sit on white,
     above the lines that cross them."""
@@ -103,7 +104,7 @@ def ladder_chart(size=LARGEST):
         size,
     )
     handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in COLOURS.values()]
-    bottom.legend(handles, [f"{p} multiplies" for p in COLOURS], fontsize=NAME, ncol=2,
+    bottom.legend(handles, [f"{p} accuracy" for p in COLOURS], fontsize=NAME, ncol=2,
                   loc="upper left", bbox_to_anchor=(0, -0.27), frameon=False)  # fmt: skip
     fig.suptitle(f"{first.gpu.replace('NVIDIA ', '')}, {first.date}", fontsize=SMALL)
     fig.tight_layout()
