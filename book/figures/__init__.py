@@ -8,7 +8,9 @@ the modules below is offered here. By what they draw:
 
 - common: the committed data read one value at a time, how a figure is shown, and the
   steps not yet measured;
-- rungs: the ladder's measurements, step by step and on the landing page;
+- rungs: the ladder's measurements, step by step;
+- landing: the landing page's chart, table and list of exercises, and each chapter's
+  exercise;
 - models: the chapters' models (warp addresses, bank passes, tiles, the roofline);
 - profile: Nsight Compute's counters, and the model's prediction against them;
 - compiled: the SASS instruction mix, registers, occupancy and hardware limits;
@@ -20,6 +22,7 @@ the modules below is offered here. By what they draw:
 from .common import *  # noqa: F403
 from .compiled import *  # noqa: F403
 from .dispatch import *  # noqa: F403
+from .landing import *  # noqa: F403
 from .models import *  # noqa: F403
 from .precision import *  # noqa: F403
 from .profile import *  # noqa: F403

@@ -1,7 +1,6 @@
 """The ladder's measurements (book/data/bench_*.csv, beyond_*.csv, clocks_*.csv): each
 step against the one before it and cuBLAS, in plots and tables, the progression up the
-ladder, the bonus kernels' run, a chapter's "you are here", and the landing page's chart
-and table.
+ladder, the bonus kernels' run, and a chapter's "you are here".
 """
 
 from __future__ import annotations
@@ -11,7 +10,6 @@ import math
 import matplotlib.pyplot as plt
 from IPython.display import Markdown
 
-from autograder.course import pictures
 from autograder.ladder import registry
 from autograder.measure import bench
 
@@ -27,7 +25,6 @@ from .common import (
     _size_label,
     _step_and_before,
     _steps_timed,
-    bench_row,
     beyond_results,
     not_measured,
     provenance,
@@ -167,28 +164,6 @@ def step_plot(step_id: str):
     return Markdown(f"The plot leaves out what was not measured. {missing}") if missing else None
 
 
-def exercise(step_id: str) -> Markdown:
-    """The chapter's exercise: its notebook, with an Open in Colab badge made from the
-    repository URL and release in _config.yml (their one home)."""
-    from autograder.course import repository
-    from autograder.course.assignments import assignment
-
-    a = assignment(step_id)
-    colab = repository.read().colab_url(a.name)
-    target = registry.step(step_id).target
-    elsewhere = (
-        f" It runs and is graded on an {target} GPU (an H100 or H200); anywhere else, Colab's "
-        "T4 included, the notebook compiles your kernel for one and shows the pipeline."
-        if target
-        else ""
-    )
-    return Markdown(
-        f"**Exercise.** Notebook `exercises/{a.name}/{a.name}.ipynb`: write the part of the "
-        f"kernel this chapter is about, check it on odd shapes, and see it graded.{elsewhere} "
-        f"[![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)]({colab})"
-    )
-
-
 def speedup_by_size(step_a: str, step_b: str) -> Markdown:
     """GFLOP/s of step_b over step_a at every size both were measured at."""
     a, b = _kernel(step_a), _kernel(step_b)
@@ -223,21 +198,7 @@ def naive_by_stride() -> Markdown:
     return Markdown("\n".join(lines) + f"\n\n{provenance(results())}")
 
 
-# ---- the landing page ----
-
-
-def ladder_end(size=LARGEST) -> Markdown:
-    """Where the ladder ends: its last step's measurement at 4096³, from the data."""
-    last = [s for s in registry.STEPS if s.name not in NOT_YET_MEASURED][-1]
-    first = registry.STEPS[0]
-    r, r0 = bench_row(last.id, size), bench_row(first.id, size)
-    return Markdown(
-        f"**Where the ladder ends.** Step {last.id} ({last.title.lower()}) measured "
-        f"{r.gflops:,.0f} GFLOP/s at {_size_label(size)}: **{r.pct_cublas:.1f}% of cuBLAS** "
-        f"({r.cublas_gflops:,.0f} GFLOP/s, strict FP32, in the same run) and "
-        f"{r.pct_peak:.1f}% of the GPU's FP32 peak, {r.gflops / r0.gflops:,.0f} times step "
-        f"{first.id}. Measured on an {r.gpu}, {r.date} (`book/data/bench_*.csv`)."
-    )
+# ---- the ladder at a glance: each chapter's rung (the landing page's is landing.py) ----
 
 
 def beyond_row(step, size=LARGEST) -> bench.Row:
@@ -249,9 +210,6 @@ def beyond_row(step, size=LARGEST) -> bench.Row:
         if r.kernel == name and (r.M, r.N, r.K) == key:
             return r
     raise KeyError(f"no row of {name} at {_size_label(size)} in book/data/beyond_*.csv")
-
-
-# ---- the ladder at a glance: the landing page's chart and table, each chapter's rung ----
 
 
 def _rungs(size=LARGEST) -> list[bench.Row]:
@@ -266,65 +224,6 @@ def fp32_peak(rows: list[bench.Row]) -> float:
     percentage matters least."""
     best = max(rows, key=lambda r: r.gflops)
     return best.gflops * 100 / best.pct_peak
-
-
-def ladder_chart(size=LARGEST, highlight: str | None = None):
-    """Every step's GFLOP/s at one size as a bar, against cuBLAS and the FP32 peak of the
-    GPU it was measured on; the step `highlight` (an id) drawn in colour, the others grey
-    where one is highlighted. Narrow enough (about 305 px) to stand beside a table on a
-    desktop, where the landing page's grid gives it 312 px, and to fit a phone's column."""
-    rows = _rungs(size)
-    peak = fp32_peak(rows)
-    cublas = rows[0].cublas_gflops
-    fig, ax = plt.subplots(figsize=(3.15, 0.3 * len(rows) + 1.6))
-    y = range(len(rows))[::-1]
-    colours = [
-        pictures.VERMILLION if highlight is None or r.kernel[:2] == highlight else pictures.GREY
-        for r in rows
-    ]
-    ax.barh(list(y), [r.gflops / 1e3 for r in rows], color=colours, height=0.7)
-    ax.set_yticks(list(y), [r.kernel[:2] for r in rows], fontsize=SMALL)
-    ax.axvline(cublas / 1e3, color="black", ls="--", lw=1)
-    ax.axvline(peak / 1e3, color=pictures.BLUE, ls=":", lw=1.5)
-    top = len(rows) - 0.4
-    ax.text(cublas / 1e3, top, "cuBLAS ", ha="right", va="bottom", fontsize=SMALL)
-    ax.text(peak / 1e3, top, " FP32\n peak", ha="left", va="bottom", fontsize=SMALL,
-            color=pictures.BLUE)  # fmt: skip
-    ax.set_xlim(0, peak / 1e3 * 1.25)
-    ax.set_ylim(-0.6, len(rows) + 0.6)
-    ax.tick_params(labelsize=SMALL)
-    ax.set_xlabel(f"TFLOP/s at {_size_label(size)}", fontsize=SMALL)
-    ax.set_ylabel("step", fontsize=SMALL)
-    ax.spines[["top", "right"]].set_visible(False)
-    ax.set_title(f"{rows[0].gpu.replace('NVIDIA ', '')}, {rows[0].date}", fontsize=SMALL)
-    fig.tight_layout()
-    return fig
-
-
-def ladder_table(size=LARGEST) -> Markdown:
-    """Every step at one size: GFLOP/s and % of cuBLAS, with cuBLAS and the peak."""
-    rows = _rungs(size)
-    lines = ["| step | GFLOP/s | % of cuBLAS |", "|---|---:|---:|"]
-    for r in rows:
-        step = registry.step(r.kernel[:2])
-        lines.append(
-            f"| {{doc}}`{step.id} {step.title} <{step.name}>` | {r.gflops:,.0f} | "
-            f"{r.pct_cublas:.1f}% |"
-        )
-    lines.append(f"| cuBLAS (FP32) | {rows[0].cublas_gflops:,.0f} | 100% |")
-    lines.append(f"| FP32 peak | {fp32_peak(rows):,.0f} | |")
-    return Markdown("\n".join(lines))
-
-
-def glue_ladder(size=LARGEST) -> None:
-    """Glue the landing page's chart (ladder_chart) and table (ladder_table)."""
-    from IPython.display import Image
-    from myst_nb import glue as _glue
-
-    fig = ladder_chart(size)
-    _glue("ladder_chart", Image(pictures.png(fig)), display=False)
-    plt.close(fig)
-    _glue("ladder_table", ladder_table(size), display=False)
 
 
 def you_are_here(step_id: str, size=LARGEST) -> Markdown:
@@ -362,17 +261,4 @@ def you_are_here(step_id: str, size=LARGEST) -> Markdown:
     return Markdown(
         f"```{{admonition}} The ladder at {_size_label(size)}\n:class: ladder-here\n\n{here}\n"
         f"Every step, % of cuBLAS: {rungs}. The whole ladder: {{doc}}`index`.\n```"
-    )
-
-
-def ladder_says(size=LARGEST) -> Markdown:
-    """What the landing page's chart and table show, and where their numbers come from."""
-    rows = _rungs(size)
-    first = rows[0]
-    return Markdown(
-        f"**The ladder.** Each step's GFLOP/s at {_size_label(size)} on an {first.gpu}, "
-        f"{first.date} (CUDA {first.cuda}, CuPy {first.cupy}), against cuBLAS in strict FP32 "
-        "timed in the same run, and the GPU's FP32 peak as the bench reckons it "
-        f"({fp32_peak(rows):,.0f} GFLOP/s: a step's GFLOP/s over its % of peak). "
-        "Data: `book/data/bench_*.csv`, drawn as this page was built."
     )
