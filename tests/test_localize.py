@@ -539,3 +539,70 @@ def test_a_kernel_written_for_whole_tiles_is_localized_within_its_own_shapes(old
     assert len(causes) == 1 and causes[0].diagnosis.line == line, str(report)
     assert said in str(causes[0].diagnosis), str(report)
     assert judge.check(other_style(), backend="cpu").ok
+
+
+TWINS = """
+__global__ void twins(int M, int N, int K, int lda, int ldb, const float *A, const float *B,
+                      float *C) {
+    int A_row = threadIdx.y, A_col = threadIdx.x;
+    int B_row = threadIdx.y, B_col = threadIdx.x;
+    float a = A[A_row * lda + A_col];
+    float b = B[B_row * ldb + B_col];
+    C[0] = a * b;
+}
+"""
+
+
+def _twin_repairs(*changes: tuple[str, str]) -> list[edits.Edit]:
+    """The twin repairs of line 7 (B's load) after `changes` (old, new) to TWINS."""
+    from autograder.judge import twins
+    from autograder.judge.scopes import Kernel
+
+    text = TWINS
+    for old, new in changes:
+        assert old in text
+        text = text.replace(old, new)
+    return [e for e in twins.repairs(Kernel.parse(text)) if e.line == 7]
+
+
+DROPPED = ("B[B_row * ldb + B_col]", "B[ldb + B_col]")
+
+
+def test_a_term_dropped_from_one_of_two_twins_is_given_back_in_its_own_names():
+    # B's load lost `B_row *`, which the kernel writes nowhere else: A's load, aligned
+    # with it, has it as A_row, and A_col standing for B_col says A_row reads B_row;
+    # lda stands for ldb where the two align, whatever else they contain. Of a
+    # declaration, the value is repaired (the schema of repairs keeps the name's scope).
+    found = _twin_repairs(DROPPED)
+    assert [(e.before, " ".join(e.text.split())) for e in found] == [
+        ("B[ldb + B_col]", "B [ B_row * ldb + B_col ]")]
+    assert found[0].swapped[1] == "6", "the message names the twin's line"
+
+
+def test_a_twin_whose_names_the_statement_cannot_see_gives_no_repair():
+    # With B_row never declared, A_row has no name to read as in B's load.
+    assert not _twin_repairs(DROPPED, ("int B_row = threadIdx.y, B_col", "int B_col"))
+
+
+@pytest.mark.parametrize("old, new, factor", [
+    # A stride that lost its loop's counter: the counter is a factor a repair may add.
+    ("B[i * N + col]", "B[N + col]", "N * i"),
+    # A pointer's step that lost its factor: a step (+=) is a sum like any other.
+    ("B += TS * N;", "B += N;", "N * TS"),
+])  # fmt: skip
+def test_a_factor_is_offered_back_where_the_kernel_wrote_none_like_it(old, new, factor):
+    text = """
+__global__ void f(int M, int N, int K, const float *A, const float *B, float *C) {
+    constexpr int TS = 16;
+    int col = blockIdx.x * TS + threadIdx.x;
+    float acc = 0.0f;
+    for (int k0 = 0; k0 < K; k0 += TS) {
+        for (int i = 0; i < TS; ++i) acc += A[k0 + i] * B[i * N + col];
+        B += TS * N;
+    }
+    C[col] = acc;
+}
+"""
+    assert old in text
+    offered = [e.text for e in edits.repairs(text.replace(old, new)) if e.operator == "add factor"]
+    assert factor in offered, offered

@@ -270,6 +270,7 @@ def _repair_words(confirmed, where) -> str:
         "drop statement": f"the statement at {at} should not be there",
         "replace statement": f"the statement at {at} is not what the step needs there",
         "restore statement": f"a statement the step needs is missing next to {at}",
+        "twin": f"`{shown}` at {at} lacks a part of its twin at line {r.swapped[1]}",
         "add term": f"`{shown}` at {at} lacks a term",
         "add condition": f"the condition `{shown}` at {at} lacks a bound",
         "drop condition": f"the condition `{shown}` at {at} has a bound too many",

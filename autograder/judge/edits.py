@@ -82,6 +82,7 @@ OPERATORS = {
     "add barrier": "a __syncthreads() added",
     "drop initial value": "an initial value dropped",
     "add initial value": "an initial value added",
+    "twin": "a statement given back what its twin has",  # autograder.judge.twins
     "replace statement": "a statement written as the step writes it",  # autograder.judge.aligned
     "restore statement": "a statement of the step's put back",
 }
@@ -614,8 +615,8 @@ def _added_terms(k: Kernel, node, terms) -> list[Edit]:
 
 
 def _added_factors(k: Kernel, node) -> list[Edit]:
-    """A factor multiplied into an int operand of a sum or a product (threadCol where
-    threadCol * TN belongs), or into a float operand of the statement's arithmetic
+    """A factor multiplied into an int operand of a sum or a step (threadCol where
+    threadCol * TN belongs, B += N where B += BK * N does), or into a float operand of the statement's arithmetic
     (beta where beta * C[...] belongs, b where acc += a * b does)."""
     if node.type not in ("identifier", "field_expression", "subscript_expression",
                          "parenthesized_expression"):  # fmt: skip
@@ -631,7 +632,7 @@ def _added_factors(k: Kernel, node) -> list[Edit]:
     ):  # fmt: skip
         return []  # only what is added to a sum (acc += a where acc += a * b belongs)
     kind = k.kind(node)
-    if kind == "int" and op in ("+", "-") and node.type != "subscript_expression":
+    if kind == "int" and op in ("+", "-", "+=", "-=") and node.type != "subscript_expression":
         # A factor a kernel leaves out is a tile size, a matrix dimension (a row's stride),
         # a block's size or index, a variable the kernel multiplies by elsewhere
         # (warpRow * WM), or the counter of a loop around it (B[k * N + col]).

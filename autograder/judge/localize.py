@@ -41,7 +41,7 @@ from ..run.compiler import CompileError
 from ..run.faults import KernelFault
 from ..run.kernel import KernelSpec
 from ..run.syntax import Source
-from . import aligned, edits, suspects
+from . import aligned, edits, suspects, twins
 from .checker import (
     ALPHA, BETA, EXACT_SIZE, GUARD, RACED, SENTINEL, UNSET_LOCAL, UNWRITTEN_NAN, Shape, _pad_for,
     _padded, elementwise_tolerance,
@@ -204,16 +204,16 @@ def _built_or_none(spec: KernelSpec, hints: Hints) -> Built | None:
 def build(spec: KernelSpec, hints: Hints) -> Built:
     """Build the diagnostic library and the one holding the repairs, side by side (each
     is one compiler process). A repair the compiler refuses (the rules read types from
-    declarations only) is left out with the others on its line, and that library built
-    again. Raises UnsupportedOnCpu, NoCompiler or CompileError."""
+    declarations only) is left out with the others on its line (twins', alone, first),
+    and that library built again. Raises UnsupportedOnCpu, NoCompiler or CompileError."""
     text = cpu.preprocessed(spec)
     source = Source.parse(text)
-    every = edits.repairs(text) + _from_the_step(spec, text)
+    every = edits.repairs(text) + twins.repairs(Kernel.parse(text)) + _from_the_step(spec, text)
     repairs = [e for _, _, e in _order(text, every, hints, "", spec)][:CAP]
     with ThreadPoolExecutor(1) as pool:
         # The kernel as written, each loop's turns counted (a schema of no repairs).
         diagnose = pool.submit(cpu.build, spec, "diagnose", schema(source, [])[0])
-        for _ in range(4):
+        for _ in range(5):
             schematized, candidates = schema(source, repairs)
             try:
                 variants = cpu.build(spec, "variants", source=schematized)
@@ -223,7 +223,11 @@ def build(spec: KernelSpec, hints: Hints) -> Built:
                 bad = {int(n) for n in lines}
                 if not bad:
                     raise
-                repairs = [r for r in repairs if r.line not in bad]
+                # A twin's names are read from the tree, not checked as the compiler does:
+                # where one is there, it goes first, and the rules' repairs stay.
+                twins_there = [r for r in repairs if r.line in bad and r.operator == "twin"]
+                repairs = [r for r in repairs if r not in twins_there] if twins_there else [
+                    r for r in repairs if r.line not in bad]  # fmt: skip
     raise cpu.UnsupportedOnCpu("the kernel's repairs would not compile together")
 
 
