@@ -16,6 +16,10 @@ is one of:
 - a figure shrunk at a width where figures are shown at their own size (the desktop:
   FITTED), or shrunk elsewhere without the tap that enlarges it and the line under it
   that says so (book/_static/enlarge.js);
+- a table that hides columns: one whose columns are not all in sight without
+  scrolling sideways, since the column hidden is most often the one the table exists
+  for (its result: GFLOP/s, % of cuBLAS). book/_static/tables.js shows a table that
+  does not fit as one card per row;
 - markup: Markdown or MyST written out as text (a backtick, `{doc}`, `:::`, `**`, a
   link's `](`...) anywhere outside code;
 - an image of the book that does not load (naturalWidth 0).
@@ -88,6 +92,36 @@ _OVERFLOWING = """() => {
   return bad.slice(0, 6);
 }"""
 
+# Tables that hide a column: a column is hidden when its cell in the table's first
+# body row lies, even in part, outside what the reader sees of the table: the screen,
+# cut by every element around it that scrolls or clips sideways. A table scrolled
+# sideways hides the columns past its right edge; shown as cards (tables.js), every
+# cell is inside the column.
+_HIDDEN_COLUMNS = """() => {
+  const bad = [];
+  for (const table of document.querySelectorAll('main table')) {
+    const row = [...table.tBodies].flatMap(body => [...body.rows])[0];
+    if (!row || table.getBoundingClientRect().width === 0) continue;
+    let left = 0, right = document.documentElement.clientWidth;
+    for (let el = table; el && el !== document.body; el = el.parentElement) {
+      if (!['auto', 'scroll', 'hidden', 'clip'].includes(getComputedStyle(el).overflowX)) continue;
+      const box = el.getBoundingClientRect();
+      left = Math.max(left, box.left + el.clientLeft);
+      right = Math.min(right, box.left + el.clientLeft + el.clientWidth);
+    }
+    const head = table.tHead && table.tHead.rows[table.tHead.rows.length - 1];
+    const names = head ? [...head.cells].map(th => th.textContent.trim()) : [];
+    const hidden = [...row.cells].map((cell, i) => [cell.getBoundingClientRect(), i])
+      .filter(([box]) => box.width > 0 && (box.left < left - 1 || box.right > right + 1))
+      .map(([, i]) => JSON.stringify(names[i] || `column ${i + 1}`));
+    if (hidden.length)
+      bad.push(`table hides columns ${hidden.join(', ')} off its ${Math.round(right - left)}px ` +
+               `(${table.scrollWidth}px wide): ` +
+               JSON.stringify(row.textContent.trim().replace(/\\s+/g, ' ').slice(0, 40)));
+  }
+  return bad;
+}"""
+
 # Markdown or MyST that was not rendered: what each pattern catches.
 MARKUP = {
     "`": "a backtick",
@@ -129,7 +163,8 @@ _MARKUP = """(args) => {
 }"""
 
 # Open every closed box: <details>, and sphinx-togglebutton's dropdown admonitions.
-# Then wait two frames, so that what reacts to the new layout (enlarge.js) has run.
+# Then wait two frames, so that what reacts to the new layout (enlarge.js, tables.js)
+# has run.
 _OPEN_BOXES = """() => new Promise(done => {
   document.querySelectorAll('details').forEach(d => d.open = true);
   document.querySelectorAll('.toggle-hidden').forEach(e => e.classList.remove('toggle-hidden'));
@@ -317,7 +352,7 @@ def look_counted(html: Path, out: Path) -> tuple[list[str], str]:
                 page.wait_for_load_state("load")
                 page.screenshot(path=out / f"{path.stem}.{name}.png", full_page=True)
                 page.evaluate(_OPEN_BOXES)
-                seen = list(page.evaluate(_OVERFLOWING))
+                seen = list(page.evaluate(_OVERFLOWING)) + page.evaluate(_HIDDEN_COLUMNS)
                 for hit, context in page.evaluate(_MARKUP, [list(MARKUP), _ROLE]):
                     what = MARKUP.get(hit, "a MyST role")
                     seen.append(f"markup: {what} {hit!r} in the text: …{context.strip()}…")
