@@ -1,7 +1,7 @@
 """book/look.py finds what a reader of the built book cannot read: overflow that does not
 scroll, figures whose text is shown too small, tables that hide columns, Markdown left
-as text, and images that do not load. Each check has a planted page that fails it and
-an honest one that passes (needs Playwright and Chromium)."""
+as text, scaffolding in the prose, and images that do not load. Each check has a planted
+page that fails it and an honest one that passes (needs Playwright and Chromium)."""
 
 import importlib.util
 import os
@@ -227,6 +227,41 @@ def test_markup_characters_inside_code_pass(tmp_path):
         "<div class='highlight'><pre><span>`quoted`</span></pre></div>"
     )
     assert look.look(page(tmp_path, code), tmp_path / "shots") == []
+
+
+@pytest.mark.parametrize(
+    ("raw", "what"),
+    [
+        ("<p>One iteration covers 32 values of k. Note: the loop holds another.</p>", "Note:"),
+        ("<p>Occupancy is theoretical.<br>Note: <em>two</em> loops.</p>", "Note:"),
+        ("<h2>Why C^T = B^T A^T</h2>", "TeX"),
+        ("<p>The error grows as \\sqrt{K}.</p>", "TeX"),
+        ("<li><p>Each thread adds x_i to its sum.</p></li>", "TeX"),
+        ("<p>4 FFMA per k: this may not be the main loop.</p>", "hedge"),
+        ("<td><p>Probably the L2 cache.</p></td>", "hedge"),
+    ],
+)
+def test_scaffolding_in_the_prose_is_reported(tmp_path, raw, what):
+    import look
+
+    problems = look.look(page(tmp_path, raw), tmp_path / "shots")
+    assert any(p.startswith("chapter (desktop): prose") and what in p for p in problems), problems
+    assert not any("phone" in p for p in problems), problems
+
+
+def test_notes_tex_and_hedges_inside_code_math_and_names_pass(tmp_path):
+    import look
+
+    honest = (
+        "<div class='admonition note'><p class='admonition-title'>Note</p>"
+        "<p>A note on the loop: it runs 32 times.</p></div>"
+        "<p>Step 12 computes <code>C^T = B^T A^T</code> with <span class='math'>\\(C^T\\)"
+        "</span>; <code>\\frac</code> and <code>x_i</code> are code.</p>"
+        "<div class='math'>\\[ \\sqrt{K} \\]</div>"
+        "<p>On sm_90a, 05_blocktiling_2d and tf32_accuracy.py are names, not TeX.</p>"
+        "<pre>Note: this may not be the main loop</pre>"
+    )
+    assert look.look(page(tmp_path, honest), tmp_path / "shots") == []
 
 
 def test_an_image_that_does_not_load_is_reported(tmp_path):
