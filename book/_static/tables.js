@@ -27,7 +27,8 @@
     table.classList.remove("table-cards");
     const room = Math.min(table.clientWidth, table.parentElement.clientWidth);
     if (room === 0) return; // not laid out (inside a closed box)
-    table.classList.toggle("table-cards", table.scrollWidth > room + 1);
+    // No tolerance: a table a fraction of a pixel too wide cuts its last column.
+    table.classList.toggle("table-cards", table.scrollWidth > room);
   }
 
   function setup() {
