@@ -16,8 +16,17 @@ is one of:
 - a figure shrunk at a width where figures are shown at their own size (the desktop:
   FITTED), or shrunk elsewhere without the tap that enlarges it and the line under it
   that says so (book/_static/enlarge.js);
+- a table that hides columns: one whose columns are not all in sight without
+  scrolling sideways, since the column hidden is most often the one the table exists
+  for (its result: GFLOP/s, % of cuBLAS). book/_static/tables.js shows a table that
+  does not fit as one card per row;
 - markup: Markdown or MyST written out as text (a backtick, `{doc}`, `:::`, `**`, a
   link's `](`...) anywhere outside code;
+- prose: what a generator or a draft leaves for a reader to stumble on, in the text of
+  paragraphs, headings, list items, table cells and captions outside code and math: a
+  sentence that starts with "Note:", TeX written out as text (`\\frac`, `C^T`, `x_i`),
+  and hedges ("may not be", "might be", "probably", "it seems"). The words are the
+  same at every width, so they are read at the desktop's only;
 - an image of the book that does not load (naturalWidth 0).
 
 How the size of a figure's text is known. The book's figures are matplotlib PNGs, and a
@@ -58,6 +67,7 @@ or CHROMIUM.
 from __future__ import annotations
 
 import os
+import re
 import struct
 import sys
 from pathlib import Path
@@ -66,6 +76,7 @@ from urllib.parse import unquote, urlparse
 WIDTHS = {"desktop": (1280, 900), "phone": (390, 844)}
 FITTED = {"desktop"}  # widths at which every figure is shown at its own size
 MIN_TEXT_PX = 10
+PROSE_WIDTH = "desktop"  # the words are the same at every width: read once
 TEXT_KEY = "min-text-px"  # the PNG text chunk that autograder.course.pictures.png writes
 
 # Elements wider than their box whose overflow is neither scrolled nor hidden.
@@ -86,6 +97,36 @@ _OVERFLOWING = """() => {
   if (page.scrollWidth > page.clientWidth + 1)
     bad.push(`overflow: the page is ${page.scrollWidth}px wide on a ${page.clientWidth}px screen`);
   return bad.slice(0, 6);
+}"""
+
+# Tables that hide a column: a column is hidden when its cell in the table's first
+# body row lies, even in part, outside what the reader sees of the table: the screen,
+# cut by every element around it that scrolls or clips sideways. A table scrolled
+# sideways hides the columns past its right edge; shown as cards (tables.js), every
+# cell is inside the column.
+_HIDDEN_COLUMNS = """() => {
+  const bad = [];
+  for (const table of document.querySelectorAll('main table')) {
+    const row = [...table.tBodies].flatMap(body => [...body.rows])[0];
+    if (!row || table.getBoundingClientRect().width === 0) continue;
+    let left = 0, right = document.documentElement.clientWidth;
+    for (let el = table; el && el !== document.body; el = el.parentElement) {
+      if (!['auto', 'scroll', 'hidden', 'clip'].includes(getComputedStyle(el).overflowX)) continue;
+      const box = el.getBoundingClientRect();
+      left = Math.max(left, box.left + el.clientLeft);
+      right = Math.min(right, box.left + el.clientLeft + el.clientWidth);
+    }
+    const head = table.tHead && table.tHead.rows[table.tHead.rows.length - 1];
+    const names = head ? [...head.cells].map(th => th.textContent.trim()) : [];
+    const hidden = [...row.cells].map((cell, i) => [cell.getBoundingClientRect(), i])
+      .filter(([box]) => box.width > 0 && (box.left < left - 1 || box.right > right + 1))
+      .map(([, i]) => JSON.stringify(names[i] || `column ${i + 1}`));
+    if (hidden.length)
+      bad.push(`table hides columns ${hidden.join(', ')} off its ${Math.round(right - left)}px ` +
+               `(${table.scrollWidth}px wide): ` +
+               JSON.stringify(row.textContent.trim().replace(/\\s+/g, ' ').slice(0, 40)));
+  }
+  return bad;
 }"""
 
 # Markdown or MyST that was not rendered: what each pattern catches.
@@ -128,8 +169,50 @@ _MARKUP = """(args) => {
   return found;
 }"""
 
+# What a generator or a draft leaves in the prose that a reader should not see: the
+# text of each paragraph, heading, list item, table cell and caption, outside code
+# and math, is searched for each pattern (see _scaffolding).
+SCAFFOLDING = {
+    "a sentence that starts with": re.compile(r"(?:^|(?<=[.!?]))[ \t]*Note:", re.MULTILINE),
+    "TeX written as text": re.compile(
+        r"\\[A-Za-z]+"  # a command: \frac, \times
+        r"|\w\^[-\w{]"  # a superscript: C^T, 2^32, 2^-120
+        r"|(?<![\w\\])[A-Za-z]_(?:\{|[A-Za-z0-9]{1,2}\b)"  # a subscript: x_i, C_ij (not sm_90)
+    ),
+    "a hedge": re.compile(r"\b(?:may not be|might be|probably|it seems)\b", re.IGNORECASE),
+}
+
+# The text of each block (paragraph, heading, list item, table cell, caption), in
+# order: code and math in it stand as one "▢", a line break as a new line.
+_BLOCK_TEXT = """() => {
+  const blocks = 'p, li, h1, h2, h3, h4, h5, h6, td, th, dt, dd, caption, figcaption';
+  const skip = 'code, pre, kbd, samp, tt, script, style, textarea, .highlight, '
+             + '.MathJax, mjx-container, .math';
+  const root = document.querySelector('main') || document.body;
+  const texts = new Map();
+  const add = (node, text) => {
+    const block = node.parentElement.closest(blocks) || root;
+    texts.set(block, (texts.get(block) || '') + text);
+  };
+  // Code and math are left out, with all they hold (FILTER_REJECT): each is one '▢'.
+  const walk = document.createTreeWalker(root, NodeFilter.SHOW_ELEMENT | NodeFilter.SHOW_TEXT, {
+    acceptNode: node => {
+      const code = node.nodeType === Node.ELEMENT_NODE && node.matches(skip);
+      if (!code) return NodeFilter.FILTER_ACCEPT;
+      add(node, '▢');
+      return NodeFilter.FILTER_REJECT;
+    },
+  });
+  for (let node = walk.nextNode(); node; node = walk.nextNode()) {
+    if (node.nodeName === 'BR') add(node, '\\n');
+    else if (node.nodeType === Node.TEXT_NODE) add(node, node.textContent.replace(/\\s+/g, ' '));
+  }
+  return [...texts.values()].map(t => t.trim()).filter(Boolean);
+}"""
+
 # Open every closed box: <details>, and sphinx-togglebutton's dropdown admonitions.
-# Then wait two frames, so that what reacts to the new layout (enlarge.js) has run.
+# Then wait two frames, so that what reacts to the new layout (enlarge.js, tables.js)
+# has run.
 _OPEN_BOXES = """() => new Promise(done => {
   document.querySelectorAll('details').forEach(d => d.open = true);
   document.querySelectorAll('.toggle-hidden').forEach(e => e.classList.remove('toggle-hidden'));
@@ -247,6 +330,18 @@ def _image_problems(images: list[dict], fitted: bool) -> tuple[list[str], int, i
     return problems, figures, remote
 
 
+def _scaffolding(texts: list[str]) -> list[str]:
+    """The scaffolding (SCAFFOLDING) in the text of a page's blocks, each hit with the
+    words around it."""
+    found = []
+    for text in texts:
+        for what, pattern in SCAFFOLDING.items():
+            for hit in pattern.finditer(text):
+                context = text[max(0, hit.start() - 30) : hit.end() + 30].replace("\n", " ")
+                found.append(f"prose: {what} {hit[0].strip()!r} in the text: …{context.strip()}…")
+    return found
+
+
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 
 
@@ -317,10 +412,12 @@ def look_counted(html: Path, out: Path) -> tuple[list[str], str]:
                 page.wait_for_load_state("load")
                 page.screenshot(path=out / f"{path.stem}.{name}.png", full_page=True)
                 page.evaluate(_OPEN_BOXES)
-                seen = list(page.evaluate(_OVERFLOWING))
+                seen = list(page.evaluate(_OVERFLOWING)) + page.evaluate(_HIDDEN_COLUMNS)
                 for hit, context in page.evaluate(_MARKUP, [list(MARKUP), _ROLE]):
                     what = MARKUP.get(hit, "a MyST role")
                     seen.append(f"markup: {what} {hit!r} in the text: …{context.strip()}…")
+                if name == PROSE_WIDTH:
+                    seen += _scaffolding(page.evaluate(_BLOCK_TEXT))
                 found_images = page.evaluate(_IMAGES)
                 if name not in FITTED:
                     seen += _enlarge(page, found_images)

@@ -1,7 +1,7 @@
 """book/look.py finds what a reader of the built book cannot read: overflow that does not
-scroll, figures whose text is shown too small, Markdown left as text, and images that do
-not load. Each check has a planted page that fails it and an honest one that passes
-(needs Playwright and Chromium)."""
+scroll, figures whose text is shown too small, tables that hide columns, Markdown left
+as text, scaffolding in the prose, and images that do not load. Each check has a planted
+page that fails it and an honest one that passes (needs Playwright and Chromium)."""
 
 import importlib.util
 import os
@@ -53,17 +53,19 @@ def figure(tmp_path: Path, points: float, width_in: float = 3.0, say: bool = Tru
     return f"../_images/{name}"
 
 
-def book_page(tmp_path: Path, body: str, script: bool = True) -> Path:
+def book_page(tmp_path: Path, body: str, script: bool = True, tables: bool = True) -> Path:
     """A page laid out as the book lays out a code cell's output, with the book's
-    stylesheet and (or, with script=False, without) its script for figures."""
+    stylesheet and (or, with script=False, without) its script for figures, and (or,
+    with tables=False, without) its script for tables."""
     html = tmp_path / "html"
     static = html / "_static"
     static.mkdir(parents=True, exist_ok=True)
-    for name in ("custom.css", "enlarge.js"):
+    for name in ("custom.css", "enlarge.js", "tables.js"):
         shutil.copy(ROOT / "book" / "_static" / name, static / name)
     head = "<link rel='stylesheet' href='../_static/custom.css'>"
-    if script:
-        head += "<script src='../_static/enlarge.js'></script>"
+    for name, on in (("enlarge.js", script), ("tables.js", tables)):
+        if on:
+            head += f"<script src='../_static/{name}'></script>"
     column = "<div class='bd-article' style='max-width: 676px'>"  # the book's column
     page(tmp_path, f"{column}<div class='cell_output'>{body}</div></div>")
     chapter = html / "book" / "chapter.html"
@@ -109,6 +111,46 @@ def test_a_figure_that_fits_with_a_line_saying_a_tap_enlarges_it_is_reported(tmp
     body = f"<img src='{figure(tmp_path, 8)}'><span class='figure-hint'>Tap the figure</span>"
     problems = look.look(book_page(tmp_path, body, script=False), tmp_path / "shots")
     assert any("fits, yet a line says a tap enlarges it" in p for p in problems), problems
+
+
+def table(rows: int = 3) -> str:
+    """A sweep table as the book's Markdown renders it: about 560 px wide, so that it
+    fits the desktop's column and not a phone's."""
+    names = ["kernel", "M = N = K", "time (ms)", "GFLOP/s", "cuBLAS GFLOP/s", "% of cuBLAS"]
+    head = "".join(f"<th class='head'><p>{n}</p></th>" for n in names)
+    body = "".join(
+        f"<tr><td><p>sgemm_step_{i}</p></td><td><p>4096</p></td><td><p>1.234</p></td>"
+        f"<td><p>{1000 * i:,}</p></td><td><p>50,123</p></td><td><p>{2 * i}.0%</p></td></tr>"
+        for i in range(1, rows + 1)
+    )
+    table = f"<table class='table'><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    return f"<div class='pst-scrollable-table-container'>{table}</div>"
+
+
+def test_a_wide_table_is_shown_as_cards_on_a_phone_and_hides_no_column(tmp_path):
+    import look
+
+    html = book_page(tmp_path, table())
+    assert look.look(html, tmp_path / "shots") == []
+
+
+def test_a_wide_table_scrolled_sideways_on_a_phone_is_reported(tmp_path):
+    import look
+
+    problems = look.look(book_page(tmp_path, table(), tables=False), tmp_path / "shots")
+    assert any(
+        "phone" in p and "table hides columns" in p and '"% of cuBLAS"' in p for p in problems
+    ), problems
+    assert not any("desktop" in p for p in problems), problems
+
+
+def test_a_table_wider_than_the_screen_in_a_page_with_no_stylesheet_is_reported(tmp_path):
+    import look
+
+    # No element scrolls it: it runs off the screen, which hides its columns too.
+    wide = table().replace("<table", "<table style='white-space: nowrap'")
+    problems = look.look(page(tmp_path, wide), tmp_path / "shots")
+    assert any("phone" in p and "table hides columns" in p for p in problems), problems
 
 
 def test_a_code_block_wider_than_the_column_is_reported(tmp_path):
@@ -185,6 +227,41 @@ def test_markup_characters_inside_code_pass(tmp_path):
         "<div class='highlight'><pre><span>`quoted`</span></pre></div>"
     )
     assert look.look(page(tmp_path, code), tmp_path / "shots") == []
+
+
+@pytest.mark.parametrize(
+    ("raw", "what"),
+    [
+        ("<p>One iteration covers 32 values of k. Note: the loop holds another.</p>", "Note:"),
+        ("<p>Occupancy is theoretical.<br>Note: <em>two</em> loops.</p>", "Note:"),
+        ("<h2>Why C^T = B^T A^T</h2>", "TeX"),
+        ("<p>The error grows as \\sqrt{K}.</p>", "TeX"),
+        ("<li><p>Each thread adds x_i to its sum.</p></li>", "TeX"),
+        ("<p>4 FFMA per k: this may not be the main loop.</p>", "hedge"),
+        ("<td><p>Probably the L2 cache.</p></td>", "hedge"),
+    ],
+)
+def test_scaffolding_in_the_prose_is_reported(tmp_path, raw, what):
+    import look
+
+    problems = look.look(page(tmp_path, raw), tmp_path / "shots")
+    assert any(p.startswith("chapter (desktop): prose") and what in p for p in problems), problems
+    assert not any("phone" in p for p in problems), problems
+
+
+def test_notes_tex_and_hedges_inside_code_math_and_names_pass(tmp_path):
+    import look
+
+    honest = (
+        "<div class='admonition note'><p class='admonition-title'>Note</p>"
+        "<p>A note on the loop: it runs 32 times.</p></div>"
+        "<p>Step 12 computes <code>C^T = B^T A^T</code> with <span class='math'>\\(C^T\\)"
+        "</span>; <code>\\frac</code> and <code>x_i</code> are code.</p>"
+        "<div class='math'>\\[ \\sqrt{K} \\]</div>"
+        "<p>On sm_90a, 05_blocktiling_2d and tf32_accuracy.py are names, not TeX.</p>"
+        "<pre>Note: this may not be the main loop</pre>"
+    )
+    assert look.look(page(tmp_path, honest), tmp_path / "shots") == []
 
 
 def test_an_image_that_does_not_load_is_reported(tmp_path):

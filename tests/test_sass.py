@@ -100,6 +100,18 @@ def test_the_3xtf32_step_issues_three_wgmmas_where_step_12_issues_one():
 
 
 @needs_nvdisasm
+def test_the_3xtf32_loops_few_ffma_are_not_taken_for_its_product():
+    """Step 13 is FP32-accurate, yet its product is on tensor cores: its loop's FFMAs
+    are not compared with the elements of C each thread computes. The caption says
+    what the evidence shows, in sentences, with no "Note:" before them."""
+    e = sass.evidence(registry.step("13"), "sm_90a")
+    assert e.loop.counts["FFMA"] and not any("FFMA per k" in n for n in e.notes), e.notes
+    caption = sass.markdown("13", ("sm_90a",)).split("\n\n")[-1]
+    assert "Note:" not in caption and "may not be" not in caption, caption
+    assert "On sm_90a, the main loop holds another loop" in caption, caption
+
+
+@needs_nvdisasm
 def test_the_2d_tiled_loop_loads_shared_memory_with_lds128_only_on_the_h100():
     step = registry.step("blocktiling_2d")
     e = sass.evidence(step, "sm_90")

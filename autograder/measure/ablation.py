@@ -86,7 +86,7 @@ VARIANTS = (
     # slices do not hold it (a static_assert in the kernel says so).
     Variant("4 stages (3)", params={"STAGES": 3}, step="12"),
     Variant(
-        "conflict-free fragment loads (row r of B^T is column r)",
+        "conflict-free fragment loads (row r of Bᵀ is column r)",
         (
             (
                 "return (gg & 3) + 16 * (gg >> 2) + 4 * (j & 3) + 32 * (j >> 2);",

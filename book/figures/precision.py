@@ -6,6 +6,7 @@ strict FP32 (book/data/beyond_*.csv), and the accuracy runs of TF32 and 3xTF32
 from __future__ import annotations
 
 import math
+import re
 
 from IPython.display import Markdown
 
@@ -53,6 +54,15 @@ def fp32_on_tensor_cores_table(step_id: str = "13", tf32_step: str = "12") -> Ma
 # ---- FP32 accuracy on tensor cores: book/data/fp32_accuracy_<gpu>.csv ----
 
 
+# The data name their inputs as book/fp32_accuracy.py writes them (A near 2^-120); a
+# table shows the powers as a reader reads them (2⁻¹²⁰), not as TeX left as text.
+_SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
+def _powers(text: str) -> str:
+    return re.sub(r"\^(-?\d+)", lambda m: m[1].translate(_SUPERSCRIPT), text)
+
+
 def fp32_accuracy(gpu: str = TUNED_ON) -> list[accuracy.Row]:
     return accuracy.read(DATA / f"fp32_accuracy_{gpu}.csv")
 
@@ -69,7 +79,7 @@ def fp32_accuracy_table(gpu: str = TUNED_ON) -> Markdown:
     for r in rows:
         tolerance = checker.tolerance_factor(r.K)
         lines.append(
-            f"| {r.inputs} | {r.result} | {r.max_e / checker.U:.1f} | {r.median_e / checker.U:.2f} "
+            f"| {_powers(r.inputs)} | {r.result} | {r.max_e / checker.U:.1f} | {r.median_e / checker.U:.2f} "
             f"| {r.max_e / tolerance:.2f} | {r.relative_norm:.1e} |"
         )
     first = rows[0]
