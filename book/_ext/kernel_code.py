@@ -10,7 +10,8 @@ _config.yml as a local extension).
    of the machine that built the book.
 3. The "launch" button of a chapter opens its exercise notebook in Colab
    (a chapter's Markdown source is no notebook Colab can open); pages without an
-   exercise get no launch button.
+   exercise get no launch button, and no page gets one while the course's
+   repository is the placeholder (book/_config.yml).
 """
 
 from __future__ import annotations
@@ -107,13 +108,15 @@ def exercise_launch_button(app, pagename, templatename, context, doctree):
     from autograder.course.assignments import ASSIGNMENTS
 
     assignment = next((a for a in ASSIGNMENTS if a.chapter == pagename), None)
+    course = repository.read()
     for group in [b for b in buttons if b.get("label") == "launch-buttons"]:
         links = [b for b in group["buttons"] if b.get("text") == "Colab"]
         for link in links:
-            if assignment is None:
+            # Until the course is published, its URL leads nowhere: no button.
+            if assignment is None or course.placeholder:
                 group["buttons"].remove(link)
             else:
-                link["url"] = repository.read().colab_url(assignment.name)
+                link["url"] = course.colab_url(assignment.name)
                 link["tooltip"] = "Open this chapter's exercise notebook in Colab"
         if not group["buttons"]:
             buttons.remove(group)
