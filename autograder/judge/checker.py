@@ -282,9 +282,8 @@ class Report:
 
 # A launch runs the kernel once: launch(M, N, K, alpha, A, B, beta, C), where
 # A, B and C are contiguous float32 arrays of xp, views into padded buffers.
-# It may return a note on what it saw, which a failure's message then carries
-# (the CPU backend names the first thread that touched memory outside A, B or C).
-Launch = Callable[[int, int, int, float, object, object, float, object], "str | None"]
+# A backend that caught the kernel making a bad access raises KernelFault.
+Launch = Callable[[int, int, int, float, object, object, float, object], None]
 
 
 def _padded(xp, values, pad_value, pad: int):
@@ -376,13 +375,13 @@ def case_events(
         A_in, B_in = a_buf[pad : pad + M * K], b_buf[pad : pad + K * N]
         sync()
         start = time.perf_counter()
-        note = launch(M, N, K, ALPHA, A_in, B_in, beta, c_buf[pad : pad + M * N])
+        launch(M, N, K, ALPHA, A_in, B_in, beta, c_buf[pad : pad + M * N])
         sync()
-        return c_buf, time.perf_counter() - start, note
+        return c_buf, time.perf_counter() - start
 
     yield Started(label, shape.flops)
     try:
-        c_buf, seconds, note = run_once()
+        c_buf, seconds = run_once()
     except KernelFault as fault:
         yield Ran(0.0)
         yield CaseResult(shape, beta, False, str(fault))
@@ -434,8 +433,6 @@ def case_events(
     layers = getattr(launch, "explain_layers", None)
     if layers and (said := layers(xp, got, C0, ALPHA, beta, tolerance)):
         message = f"{said}; {message}"
-    if note:
-        message += f"; {note}"
     if raced:
         # What the change between runs shows, and no more: a race, or a value read before
         # it was written, are told apart by the evidence (autograder.judge.diagnosis).

@@ -457,8 +457,7 @@ def compose(
     """launch(M, N, K, alpha, A, B, beta, C): `choose`'s plan, with K split in
     graded_splits layers at least if split_every_case. gemms: step 08's
     launch(..., layers=S) per tile shape; reduce: launch(M, N, splits, alpha,
-    partial, beta, C); workspace(n): n floats. Returns what the launches noted
-    (the CPU backend's accesses outside the matrices)."""
+    partial, beta, C); workspace(n): n floats."""
 
     split = []  # the last launch's split products: their layers, for explain_layers
     held = {}  # workspaces by size, kept from launch to launch
@@ -467,17 +466,18 @@ def compose(
         """C's rows row0 ... row0 + M - 1 (A's too: A and C are those rows' views)."""
         if isinstance(plan, Bands):
             top, rest = plan.rows, M - plan.rows
-            notes = [
-                product(plan.top, row0, top, N, K, alpha, rows_of(A, 0, top, K), B, beta,
-                        rows_of(C, 0, top, N)),
-                product(plan.rest, row0 + top, rest, N, K, alpha, rows_of(A, top, M, K), B, beta,
-                        rows_of(C, top, M, N)),
-            ]  # fmt: skip
-            return "; ".join(n for n in notes if n) or None
+            # fmt: off
+            product(plan.top, row0, top, N, K, alpha, rows_of(A, 0, top, K), B, beta,
+                    rows_of(C, 0, top, N))
+            product(plan.rest, row0 + top, rest, N, K, alpha, rows_of(A, top, M, K), B, beta,
+                    rows_of(C, top, M, N))
+            # fmt: on
+            return
         splits = max(plan.splits, graded_splits(M, N, K) if split_every_case else 1)
         gemm = gemms[gemm_key(plan.tiles, K)]
         if splits == 1:
-            return gemm(M, N, K, alpha, A, B, beta, C)
+            gemm(M, N, K, alpha, A, B, beta, C)
+            return
         # Allocated outside the timed launches' steady state: every layer is
         # written in full before the reduction reads it, so a kept one is as good.
         floats = splits * M * N
@@ -487,15 +487,12 @@ def compose(
             held[floats] = workspace(floats)
         partial = held[floats]
         split.append(dict(partial=partial, splits=splits, row0=row0, rows=M))
-        notes = [
-            gemm(M, N, K, 1.0, A, B, 0.0, partial, layers=splits),
-            reduce(M, N, splits, alpha, partial, beta, C),
-        ]
-        return "; ".join(n for n in notes if n) or None
+        gemm(M, N, K, 1.0, A, B, 0.0, partial, layers=splits)
+        reduce(M, N, splits, alpha, partial, beta, C)
 
     def launch(M, N, K, alpha, A, B, beta, C):
         split.clear()
-        return product(choose(M, N, K), 0, M, N, K, alpha, A, B, beta, C)
+        product(choose(M, N, K), 0, M, N, K, alpha, A, B, beta, C)
 
     def explain_layers(xp, got, C0, alpha, beta, tolerance) -> str:
         """What the reduction made of the last launch's layers, where C is wrong

@@ -233,12 +233,11 @@ def translate(
 #line 1 "cpu_entry.cpp"
 extern "C" CPU_EXPORT int cpu_launch({", ".join(parameters)},
                           unsigned gx, unsigned gy, unsigned layers, unsigned bx, unsigned by,
-                          int reverse, unsigned workers, char* message, int message_size,
-                          char* notes, int notes_size) {{
+                          int reverse, unsigned workers, char* message, int message_size) {{
 {checks}
   return __cpu::launch(dim3(gx, gy, layers), dim3(bx, by), reverse, workers,
                        [&] {{ {name_expression}({", ".join(arguments)}); }},
-                       message, message_size, notes, notes_size);
+                       message, message_size);
 }}
 '''
 
@@ -374,8 +373,8 @@ def launchers(specs: list[KernelSpec], scratch: Path) -> list:
 
 def _launcher(spec: KernelSpec, path: Path):
     """launch(*arguments, layers=1): the kernel over a grid `layers` deep, with the
-    arguments of its contract (NumPy arrays for the pointers); returns the backend's
-    note on accesses outside the matrices, if any."""
+    arguments of its contract (NumPy arrays for the pointers); raises KernelFault where
+    the runtime stopped it."""
     terms = contract.CONTRACTS[spec.contract]
     entry = ctypes.CDLL(str(path)).cpu_launch
     floats = np.ctypeslib.ndpointer(np.float32, flags="C_CONTIGUOUS")
@@ -395,10 +394,8 @@ def _launcher(spec: KernelSpec, path: Path):
         ctypes.c_uint,
         ctypes.c_char_p,
         ctypes.c_int,
-        ctypes.c_char_p,
-        ctypes.c_int,
     ]
-    message, notes = ctypes.create_string_buffer(512), ctypes.create_string_buffer(1024)
+    message = ctypes.create_string_buffer(512)
     launches = 0
 
     def launch(*arguments, layers: int = 1):
@@ -418,12 +415,9 @@ def _launcher(spec: KernelSpec, path: Path):
             workers(),
             message,
             len(message),
-            notes,
-            len(notes),
         )
         if status:
             raise KernelFault(_with_hint(message.value.decode(), spec.contract, spec.source))
-        return notes.value.decode() or None
 
     return launch
 
