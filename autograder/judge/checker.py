@@ -26,7 +26,7 @@ from typing import Callable
 import numpy as np
 
 from ..run.faults import KernelFault
-from . import mapping
+from . import advice, mapping
 from .causes import by_cause
 from .diagnose import describe_mismatch
 
@@ -101,7 +101,7 @@ SUITE = SMALL + MEDIUM + LARGE
 # What NaN in C means, as far as the case can tell: the checker's NaN around A and B.
 NAN_FROM_OUTSIDE = (
     "; some are NaN: the kernel read outside A or B, which the checker surrounds with NaN "
-    "(check the bounds on M, N and K in the loads)"
+    f"({advice.LOADS})"
 )
 # ... and when compute-sanitizer found no access outside A or B on the GPU: what
 # else a GPU gives a kernel that reads memory nobody wrote (autograder.judge.job).
@@ -384,7 +384,7 @@ def case_events(
         c_buf, seconds = run_once()
     except KernelFault as fault:
         yield Ran(0.0)
-        yield CaseResult(shape, beta, False, str(fault))
+        yield CaseResult(shape, beta, False, advice.explain_fault(fault))
         return
     yield Ran(seconds)
     got = c_buf[pad : pad + M * N].reshape(M, N)
@@ -461,8 +461,7 @@ def _explain(
         if before:
             where.append(f"{before} float{'s' * (before != 1)} before its start")
         parts.append(
-            f"wrote {' and '.join(where)}: a thread outside C stored anyway "
-            "(check the bounds on M and N before every store)"
+            f"wrote {' and '.join(where)}: a thread outside C stored anyway ({advice.STORES})"
         )
     if bool(bad.any()):
         unwritten = got == C0
