@@ -66,6 +66,7 @@ QUICK = {
     "test_gradebook",
     "test_isolation",
     "test_judge",
+    "test_reduction",
     "test_registry",
     "test_timing",
     "test_typed_csv",

@@ -26,7 +26,7 @@ from typing import Callable
 import numpy as np
 
 from ..run.faults import KernelFault
-from . import advice, mapping
+from . import advice, mapping, reduction
 from .causes import by_cause
 from .diagnose import describe_mismatch
 
@@ -430,8 +430,8 @@ def case_events(
         xp, got, expected, bad, C0, beta, product, tolerance, before, after, raced, cause
     )  # fmt: skip
     # A split-K reduction (step 09) says what it made of its layers: the real cause.
-    layers = getattr(launch, "explain_layers", None)
-    if layers and (said := layers(xp, got, C0, ALPHA, beta, tolerance)):
+    splits = getattr(launch, "splits", None)
+    if splits and (said := reduction.explain(splits(), xp, got, C0, ALPHA, beta, tolerance)):
         message = f"{said}; {message}"
     if raced:
         # What the change between runs shows, and no more: a race, or a value read before
