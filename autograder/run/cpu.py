@@ -456,17 +456,11 @@ def _fault(message: str, spec: KernelSpec) -> KernelFault:
     lines = spec.source.splitlines()
     accesses = []
     for m in _BAD_ACCESS.finditer(message):
-        *where, outside, index, misaligned, _, line = m.groups()
+        *who, outside, index, misaligned, _, line = m.groups()
+        thread, block = tuple(map(int, who[:3])), tuple(map(int, who[3:]))
         number = int(line) if line else None
-        accesses.append(
-            BadAccess(
-                "outside" if outside else "misaligned",
-                outside or misaligned,
-                int(index) if outside else None,
-                (int(where[0]), int(where[1]), int(where[2])),
-                (int(where[3]), int(where[4]), int(where[5])),
-                number,
-                lines[number - 1] if number and 0 < number <= len(lines) else "",
-            )
-        )
+        code = lines[number - 1] if number and number <= len(lines) else ""
+        kind = "outside" if outside else "misaligned"
+        index = int(index) if outside else None
+        accesses.append(BadAccess(kind, outside or misaligned, index, thread, block, number, code))
     return KernelFault(message, tuple(accesses), spec.contract)
