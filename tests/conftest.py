@@ -50,6 +50,7 @@ def machine_share(request, tmp_path_factory):
 # grader's logic (and the import contract) in about two minutes on two cores, without
 # the book, the notebooks or whole classes graded on the CPU.
 QUICK = {
+    "test_advice",
     "test_architecture",
     "test_bench",
     "test_by_shape",
@@ -65,6 +66,7 @@ QUICK = {
     "test_gradebook",
     "test_isolation",
     "test_judge",
+    "test_reduction",
     "test_registry",
     "test_timing",
     "test_typed_csv",

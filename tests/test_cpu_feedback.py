@@ -8,8 +8,10 @@ checks the verdict and that the message names the real cause.
 import re
 from dataclasses import replace
 
+import numpy as np
 import pytest
 from planted import (
+    BOUNDS,
     GUARD_ON_THREADIDX,
     HALF_A_TILE,
     LATE_BOUND,
@@ -26,6 +28,7 @@ from autograder.judge.checker import SMALL, Shape
 from autograder.ladder import registry
 from autograder.run import contract, cpu
 from autograder.run.backends import BackendUnavailable
+from autograder.run.faults import KernelFault
 
 
 def check(spec, **kwargs):
@@ -78,6 +81,25 @@ def test_a_store_outside_c_is_named_after_a_read_outside_b():
     text = messages(check(spec, shapes=SMALL[:1]))
     assert "past the end of B" in text and "past the end of C" in text, text
     assert "the kernel read outside B and accessed memory outside C" in text, text
+
+
+def test_each_bad_access_reaches_the_judge_as_data_with_its_line():
+    # Step 02 without its bound on N reads past B (line 24) and writes past C (line 26),
+    # all inside the padding: the runtime names each matrix's first, and the judge words
+    # its advice from these facts (autograder.judge.advice), not from the message.
+    spec = planted("02", BOUNDS, "if (row < M) {")
+    launch = cpu._launcher(spec, cpu.build(spec))
+    pad = 1024
+    A, B, C = (np.full(1 + 2 * pad, np.nan, dtype=np.float32)[pad : pad + 1] for _ in "ABC")
+    with pytest.raises(KernelFault) as caught:
+        launch(1, 1, 1, 1.5, A, B, 0.0, C)
+    fault, lines = caught.value, spec.source.splitlines()
+    assert [(a.kind, a.matrix, a.line, a.code) for a in fault.accesses] == [
+        ("outside", "B", 24, lines[23]),
+        ("outside", "C", 26, lines[25]),
+    ], str(fault)
+    assert all(a.index >= 1 and a.block == (0, 0, 0) for a in fault.accesses), str(fault)
+    assert fault.contract == "gemm"
 
 
 def test_the_translation_names_the_learners_file():

@@ -22,7 +22,6 @@ from autograder.grade.grading import Grade, Score
 from autograder.grade.submissions import Submission, Unreadable, at, find, notebook_kernel
 from autograder.ladder import registry
 from autograder.run import gpu
-from autograder.run.backends import explain_cuda_error
 
 ROOT = Path(__file__).resolve().parent.parent
 KERNELS = ROOT / "kernels"
@@ -327,21 +326,6 @@ def test_bad_usage_is_refused_with_exit_2(tmp_path, args, message):
 def test_a_missing_directory_is_refused_with_exit_2(tmp_path):
     result = grade(tmp_path / "nowhere", "--assignment", "05", "--backend", "cpu")
     assert result.returncode == 2 and "nowhere is not a directory" in result.stderr
-
-
-def test_running_out_of_gpu_memory_is_named_as_such():
-    class OutOfMemoryError(Exception):  # what CuPy raises, by name
-        pass
-
-    error = OutOfMemoryError("Out of memory allocating 67,108,864 bytes")
-    assert explain_cuda_error(error).startswith("ran out of GPU memory (Out of memory")
-
-
-def test_a_crash_keeps_its_meaning_without_the_advice_where_its_line_is_known():
-    error = RuntimeError("cudaErrorIllegalAddress: an illegal memory access was encountered")
-    assert "check the bounds" in explain_cuda_error(error)
-    plain = explain_cuda_error(error, advice=False)
-    assert plain == "crashed with cudaErrorIllegalAddress: the kernel accessed memory outside what it was given"
 
 
 def test_grading_on_the_gpu_without_one_says_so(tmp_path):

@@ -20,13 +20,13 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 import numpy as np
 
 from ..run.faults import KernelFault
-from . import mapping
+from . import advice, mapping, reduction
 from .causes import by_cause
 from .diagnose import describe_mismatch
 
@@ -101,7 +101,7 @@ SUITE = SMALL + MEDIUM + LARGE
 # What NaN in C means, as far as the case can tell: the checker's NaN around A and B.
 NAN_FROM_OUTSIDE = (
     "; some are NaN: the kernel read outside A or B, which the checker surrounds with NaN "
-    "(check the bounds on M, N and K in the loads)"
+    f"({advice.LOADS})"
 )
 # ... and when compute-sanitizer found no access outside A or B on the GPU: what
 # else a GPU gives a kernel that reads memory nobody wrote (autograder.judge.job).
@@ -282,9 +282,8 @@ class Report:
 
 # A launch runs the kernel once: launch(M, N, K, alpha, A, B, beta, C), where
 # A, B and C are contiguous float32 arrays of xp, views into padded buffers.
-# It may return a note on what it saw, which a failure's message then carries
-# (the CPU backend names the first thread that touched memory outside A, B or C).
-Launch = Callable[[int, int, int, float, object, object, float, object], "str | None"]
+# A backend that caught the kernel making a bad access raises KernelFault.
+Launch = Callable[[int, int, int, float, object, object, float, object], None]
 
 
 def _padded(xp, values, pad_value, pad: int):
@@ -358,91 +357,155 @@ def case_events(
     of the kernel, then the CaseResult. input_roundoff: how far the kernel rounds
     each input before multiplying, relative to it (registry.Step); clues: what the
     diagnosis of an index mistake may know of the kernel (mapping)."""
-    M, N, K = shape.M, shape.N, shape.K
+    case = _Inputs.draw(xp, shape, beta, rng)
     label = f"{shape}, beta={beta:g}"
-    A = rng.standard_normal((M, K), dtype=np.float32)
-    B = rng.standard_normal((K, N), dtype=np.float32)
-    C0 = (
-        rng.standard_normal((M, N), dtype=np.float32)
-        if beta
-        else xp.full((M, N), SENTINEL, dtype=xp.float32)
-    )
-    pad = _pad_for(shape)
-    a_buf = _padded(xp, A, np.nan, pad)
-    b_buf = _padded(xp, B, np.nan, pad)
-
-    def run_once():
-        c_buf = _padded(xp, C0, GUARD, pad)
-        A_in, B_in = a_buf[pad : pad + M * K], b_buf[pad : pad + K * N]
-        sync()
-        start = time.perf_counter()
-        note = launch(M, N, K, ALPHA, A_in, B_in, beta, c_buf[pad : pad + M * N])
-        sync()
-        return c_buf, time.perf_counter() - start, note
-
     yield Started(label, shape.flops)
     try:
-        c_buf, seconds, note = run_once()
+        c_buf, seconds = case.run(launch, sync)
     except KernelFault as fault:
         yield Ran(0.0)
-        yield CaseResult(shape, beta, False, str(fault))
+        yield CaseResult(shape, beta, False, advice.explain_fault(fault))
         return
     yield Ran(seconds)
-    got = c_buf[pad : pad + M * N].reshape(M, N)
-    A64, B64 = A.astype(xp.float64), B.astype(xp.float64)
+    outcome = _judged(xp, case, c_buf, input_roundoff)
+    if outcome.right:
+        yield CaseResult(shape, beta, True, max_error=outcome.max_error, seconds=seconds)
+        return
+    if outcome.bad.any():
+        yield Started(label + " (again, to look for a race)", shape.flops)
+        again = case.c_of(case.run(launch, sync)[0])
+        yield Ran(0.0)
+        raced = bool(((again != outcome.got) & ~(xp.isnan(again) & xp.isnan(outcome.got))).any())
+        outcome = replace(outcome, raced=raced)
+    outcome = replace(outcome, cause=_index_cause(outcome, clues))
+    message = _message(xp, outcome, launch, clues)
+    yield CaseResult(shape, beta, False, message, outcome.max_error, seconds)
+
+
+@dataclass(frozen=True)
+class _Inputs:
+    """One case's fresh A, B and old C, and A and B in the buffers a launch reads them
+    from (NaN around them); each run writes C into a buffer of its own (GUARD around)."""
+
+    xp: object
+    shape: Shape
+    beta: float
+    A: object
+    B: object
+    C0: object
+    a_buf: object
+    b_buf: object
+    pad: int
+
+    @classmethod
+    def draw(cls, xp, shape: Shape, beta: float, rng) -> _Inputs:
+        M, N, K = shape.M, shape.N, shape.K
+        A = rng.standard_normal((M, K), dtype=np.float32)
+        B = rng.standard_normal((K, N), dtype=np.float32)
+        C0 = (
+            rng.standard_normal((M, N), dtype=np.float32)
+            if beta
+            else xp.full((M, N), SENTINEL, dtype=xp.float32)
+        )
+        pad = _pad_for(shape)
+        a_buf, b_buf = _padded(xp, A, np.nan, pad), _padded(xp, B, np.nan, pad)
+        return cls(xp, shape, beta, A, B, C0, a_buf, b_buf, pad)
+
+    def run(self, launch: Launch, sync: Callable[[], None]):
+        """(C's padded buffer, seconds) after one launch on these inputs."""
+        M, N, K, pad = self.shape.M, self.shape.N, self.shape.K, self.pad
+        c_buf = _padded(self.xp, self.C0, GUARD, pad)
+        A_in, B_in = self.a_buf[pad : pad + M * K], self.b_buf[pad : pad + K * N]
+        sync()
+        start = time.perf_counter()
+        launch(M, N, K, ALPHA, A_in, B_in, self.beta, c_buf[pad : pad + M * N])
+        sync()
+        return c_buf, time.perf_counter() - start
+
+    def c_of(self, c_buf):
+        """C (M x N) in its padded buffer."""
+        M, N = self.shape.M, self.shape.N
+        return c_buf[self.pad : self.pad + M * N].reshape(M, N)
+
+
+@dataclass(frozen=True)
+class _Outcome:
+    """What one launch made of C, beside what it should have made: what a failing
+    case's message is built from (_explain)."""
+
+    got: object  # C as the kernel left it, M x N
+    expected: object  # alpha A B + beta C0, in float64
+    product: object  # A B, in float64
+    A64: object
+    B64: object
+    C0: object
+    beta: float
+    tolerance: object  # how far each element of C may be from expected
+    bad: object  # where it is further (NaN included)
+    max_error: float  # the largest |C - expected| / tolerance
+    before: int  # floats written before C's start
+    after: int  # ... and past its end
+    raced: bool = False  # C changed between two runs on the same inputs
+    cause: str = ""  # an index mistake that reproduces C exactly (mapping)
+
+    @property
+    def right(self) -> bool:
+        return not self.bad.any() and not self.before and not self.after
+
+
+def _judged(xp, case: _Inputs, c_buf, input_roundoff: float) -> _Outcome:
+    """C in c_buf against the float64 reference, and what was written around it."""
+    got, pad, size = case.c_of(c_buf), case.pad, case.shape.M * case.shape.N
+    A64, B64 = case.A.astype(xp.float64), case.B.astype(xp.float64)
     product = A64 @ B64
-    c0_term = beta * C0.astype(xp.float64) if beta else 0.0
-    expected = ALPHA * product + c0_term
+    beta, C0 = case.beta, case.C0
+    expected = ALPHA * product + (beta * C0.astype(xp.float64) if beta else 0.0)
     tolerance = elementwise_tolerance(xp, A64, B64, ALPHA, input_roundoff, beta, C0)
     error = xp.abs(got.astype(xp.float64) - expected) / tolerance
-    bad = ~(error <= 1)  # NaN counts as bad
-    max_error = float(xp.nan_to_num(error, nan=np.inf).max())
-    guard_changed = (c_buf[:pad] != GUARD).sum(), (c_buf[pad + M * N :] != GUARD).sum()
-    before, after = int(guard_changed[0]), int(guard_changed[1])
-    if not bad.any() and not before and not after:
-        yield CaseResult(shape, beta, True, max_error=max_error, seconds=seconds)
-        return
-
-    raced = False
-    if bad.any():
-        yield Started(label + " (again, to look for a race)", shape.flops)
-        again_buf = run_once()[0]
-        yield Ran(0.0)
-        again = again_buf[pad : pad + M * N].reshape(M, N)
-        raced = bool(((again != got) & ~(xp.isnan(again) & xp.isnan(got))).any())
-    cause = ""
-    if bad.any() and not before and not after:
-        # An index mistake that reproduces C exactly is the cause (mapping); where the
-        # result changed between runs, only one that makes blocks race can be.
-        cause = mapping.diagnose(
-            mapping.Case(
-                *(_host(m).astype(np.float64) for m in (got, A64, B64)),
-                _host(C0).astype(np.float64) if beta else np.zeros((M, N)),
-                ALPHA,
-                beta,
-                _host(tolerance),
-                _host(got == C0),
-                _host(product),
-            ),
-            clues,
-            raced,
-        )
-    message = _explain(
-        xp, got, expected, bad, C0, beta, product, tolerance, before, after, raced, cause
+    return _Outcome(
+        got, expected, product, A64, B64, C0, beta, tolerance,
+        bad=~(error <= 1),  # NaN counts as bad
+        max_error=float(xp.nan_to_num(error, nan=np.inf).max()),
+        before=int((c_buf[:pad] != GUARD).sum()),
+        after=int((c_buf[pad + size :] != GUARD).sum()),
     )  # fmt: skip
-    # A split-K reduction (step 09) says what it made of its layers: the real cause.
-    layers = getattr(launch, "explain_layers", None)
-    if layers and (said := layers(xp, got, C0, ALPHA, beta, tolerance)):
+
+
+def _index_cause(o: _Outcome, clues: mapping.Clues) -> str:
+    """An index mistake that reproduces C exactly (mapping), where C is wrong and
+    nothing was written around it; where the result changed between runs, only one
+    that makes blocks race can be."""
+    if not o.bad.any() or o.before or o.after:
+        return ""
+    M, N = o.got.shape
+    case = mapping.Case(
+        *(_host(m).astype(np.float64) for m in (o.got, o.A64, o.B64)),
+        _host(o.C0).astype(np.float64) if o.beta else np.zeros((M, N)),
+        ALPHA,
+        o.beta,
+        _host(o.tolerance),
+        _host(o.got == o.C0),
+        _host(o.product),
+    )
+    return mapping.diagnose(case, clues, o.raced)
+
+
+def _message(xp, o: _Outcome, launch: Launch, clues: mapping.Clues) -> str:
+    """A failing case's message: what C shows (_explain), after what a split-K
+    reduction made of its layers (step 09: the real cause) and a race, where seen."""
+    message = _explain(xp, o)
+    splits = getattr(launch, "splits", None)
+    if splits and (
+        said := reduction.explain(splits(), xp, o.got, o.C0, ALPHA, o.beta, o.tolerance)
+    ):
         message = f"{said}; {message}"
-    if note:
-        message += f"; {note}"
-    if raced:
+    if o.raced:
         # What the change between runs shows, and no more: a race, or a value read before
         # it was written, are told apart by the evidence (autograder.judge.diagnosis).
-        why = f": {_RACE}" if clues.mbarriers and not cause else ""
-        why = ": blocks store to the same elements" if cause else why
+        why = f": {_RACE}" if clues.mbarriers and not o.cause else ""
+        why = ": blocks store to the same elements" if o.cause else why
         message = f"{RACED}{why}; {message}"
-    yield CaseResult(shape, beta, False, message, max_error, seconds)
+    return message
 
 
 # Why threads race in a kernel that hands its buffers over with mbarriers (steps 12 and
@@ -453,28 +516,26 @@ _RACE = (
 )
 
 
-def _explain(
-    xp, got, expected, bad, C0, beta, product, tolerance, before, after, raced, cause=""
-) -> str:
+def _explain(xp, o: _Outcome) -> str:
+    """What C shows: writes around it, and where and how its elements are wrong."""
     parts = []
-    if before or after:
+    if o.before or o.after:
         where = []
-        if after:
-            where.append(f"{after} float{'s' * (after != 1)} past the end of C")
-        if before:
-            where.append(f"{before} float{'s' * (before != 1)} before its start")
+        if o.after:
+            where.append(f"{o.after} float{'s' * (o.after != 1)} past the end of C")
+        if o.before:
+            where.append(f"{o.before} float{'s' * (o.before != 1)} before its start")
         parts.append(
-            f"wrote {' and '.join(where)}: a thread outside C stored anyway "
-            "(check the bounds on M and N before every store)"
+            f"wrote {' and '.join(where)}: a thread outside C stored anyway ({advice.STORES})"
         )
-    if bool(bad.any()):
-        unwritten = got == C0
-        host_bad, host_unwritten = _host(bad), _host(unwritten & bad)
+    if bool(o.bad.any()):
+        got = o.got
+        host_bad, host_unwritten = _host(o.bad), _host((got == o.C0) & o.bad)
         # A race or a NaN read says what went wrong; a pattern of wrong elements is then
         # where it showed, not a sign of a bad index formula.
         read_nan = bool(xp.isnan(got).any())
-        sentence = describe_mismatch(host_bad, host_unwritten, index_hint=not (raced or read_nan))
-        hint = cause or _whole_formula_hint(xp, got, product, C0, beta, tolerance)
+        sentence = describe_mismatch(host_bad, host_unwritten, index_hint=not (o.raced or read_nan))
+        hint = o.cause or _whole_formula_hint(xp, got, o.product, o.C0, o.beta, o.tolerance)
         if hint:
             sentence = hint
         elif bool((got.view(xp.uint32) == UNSET_LOCAL_BITS).any()):
@@ -483,7 +544,7 @@ def _explain(
             sentence += f"; some are {UNWRITTEN_NAN}"
         elif bool(xp.isnan(got).any()):
             sentence += NAN_FROM_OUTSIDE
-        parts.append(sentence + _first_bad_element(xp, got, expected, bad, host_unwritten))
+        parts.append(sentence + _first_bad_element(xp, got, o.expected, o.bad, host_unwritten))
     return "; ".join(parts)
 
 

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .advice import ROWS_AND_COLUMNS
+
 # Tile and block widths learners use; a wrong index formula repeats with one of them.
 _PERIODS = (4, 8, 16, 32, 64, 128)
 # Past this many ranges a listing stops helping and just gets long.
@@ -132,7 +134,7 @@ def _last_rows_and_columns(m: _Mask) -> str | None:
     )
     return (
         f"{_edge('last', k, 'row')} and {_edge('last', j, 'column')} {m.verb()}: "
-        f"check the bounds on M and N{hint}"
+        f"{ROWS_AND_COLUMNS}{hint}"
     )
 
 

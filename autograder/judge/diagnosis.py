@@ -187,12 +187,13 @@ def _from_evidence(evidence: str, confirmed, where) -> Diagnosis | None:
     if confirmed:
         text += f"; {_repair_words(confirmed, where)}"
     elif kind == "outside":
-        text = evidence  # the bounds to check, as the backend words them
+        text = evidence  # with the bounds to check (advice.explain_fault)
     return Diagnosis(kind, text, line, "the CPU backend's checked run")
 
 
 def _strip_hint(fault: str) -> str:
-    """A backend's fault without the hint it appends for a learner (": check ...")."""
+    """A backend's fault without the advice the judge appended (advice.explain_fault:
+    ": check ...", ": use scalar accesses ...")."""
     return re.sub(r": (?:check|use scalar accesses)[^;]*$", "", fault)
 
 

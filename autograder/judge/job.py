@@ -31,10 +31,11 @@ import numpy as np
 from ..isolate import isolation
 from ..isolate.child import Child, Died, Forged, Hung
 from ..run import gpu
-from ..run.backends import BackendUnavailable, LaunchRefused, explain_cuda_error, open_backend
+from ..run.backends import BackendUnavailable, LaunchRefused, open_backend
 from ..run.compiler import CompileError
 from ..run.kernel import KernelSpec, template_arguments
 from . import checker, diagnosis, localize, mapping, sanitizer, timing
+from .advice import explain_cuda_error
 from .checker import (
     BETA,
     EXACT_SIZE,

@@ -42,6 +42,7 @@ from ..run.faults import KernelFault
 from ..run.kernel import KernelSpec
 from ..run.syntax import Source
 from . import aligned, edits, suspects, twins
+from .advice import explain_fault
 from .checker import (
     ALPHA, BETA, EXACT_SIZE, GUARD, RACED, SENTINEL, UNSET_LOCAL, UNWRITTEN_NAN, Shape, _pad_for,
     _padded, elementwise_tolerance,
@@ -377,7 +378,7 @@ def _witness(conn, spec, paths, failing, seed, scratch) -> None:
             launch(M, N, K, ALPHA, case.a[p : p + M * K], case.b[p : p + K * N], case.beta,
                    c[p : p + M * N])  # fmt: skip
         except KernelFault as fault:
-            evidence = str(fault)
+            evidence = explain_fault(fault)
             break
     set_up(-1, 0, _budget(cases, rate), 0)
     wrong = bool(evidence) or not all(case.right(run) for case in cases)

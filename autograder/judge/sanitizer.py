@@ -37,6 +37,7 @@ from pathlib import Path
 from ..isolate import isolation
 from ..run import cuda_tools, gpu_lock
 from ..run.kernel import KernelSpec
+from .advice import SCALAR
 from .checker import ALPHA, BETA, Shape
 
 TIMEOUT_S = 180.0  # per tool: starting CUDA under the sanitizer, compiling, one small launch
@@ -239,8 +240,7 @@ def explain(
     if first.misaligned:
         return (
             f"{who} made a misaligned {first.size}-byte access to {place.matrix} at an address "
-            f"that is not a multiple of {first.size} bytes{at}: use scalar accesses where K "
-            f"or N is not a multiple of 4{more}"
+            f"that is not a multiple of {first.size} bytes{at}: {SCALAR}{more}"
         )
     verb = "read" if first.kind == "read" else "wrote"
     named = {Place.of(a.address, matrices).matrix for a in accesses if not a.misaligned}

@@ -48,6 +48,7 @@ from typing import Callable
 import numpy as np
 
 from ..run.faults import KernelFault
+from .advice import explain_fault
 from .checker import ALPHA, SENTINEL, elementwise_tolerance, tolerance_factor
 
 WARMUP, REPEATS = 2, 20
@@ -263,7 +264,7 @@ def _measure_once(
             try:
                 seconds = backend.time_once(lambda: launch(M, N, K, ALPHA, A, B, 0.0, C))
             except KernelFault as fault:  # the CPU backend caught a bad access
-                wrong = str(fault)
+                wrong = explain_fault(fault)
             else:
                 wrong = verifier.problem(xp, C)
             if wrong:

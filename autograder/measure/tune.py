@@ -199,7 +199,8 @@ def _time_child(conn, specs: list[KernelSpec], size: tuple[int, int, int], seed:
     import cupy
 
     from ..judge import checker
-    from ..run.backends import explain_cuda_error, gpu_launcher
+    from ..judge.advice import explain_cuda_error
+    from ..run.backends import gpu_launcher
     from ..run.device_clock import DeviceClock
 
     M, N, K = size

@@ -29,42 +29,6 @@ from . import (
 )
 from .kernel import KernelSpec
 
-# What a CUDA error means for an SGEMM kernel, by the error's name without
-# prefix, case or underscores (CuPy reports runtime and driver spellings); after
-# ADVICE, where the mistake most often is (left out where its line is known).
-ADVICE = ": "
-_CUDA_HINTS = {
-    "illegaladdress": "the kernel accessed memory outside what it was given: check the "
-    "bounds on M, N and K in its loads and stores",
-    "misalignedaddress": "a float4 access at an address that is not a multiple of 16 bytes: "
-    "use scalar accesses where K or N is not a multiple of 4",
-    "launchoutofresources": "too many registers x threads per block for this GPU: use fewer "
-    "threads per block, or fewer registers",
-    # A thread's own arrays past what local memory holds are refused so too (an H200,
-    # 2026-11-28: 5 MB of acc[][] a thread).
-    "invalidvalue": "the launch was refused: too many threads per block, too much shared "
-    "memory, or a thread's own arrays too large for local memory",
-    "invalidconfiguration": "the launch was refused: too many threads per block, or too "
-    "much shared memory",
-    "assert": "a device-side assert() failed",
-    "launchfailure": "the kernel crashed",
-}
-
-
-def explain_cuda_error(error: Exception, advice: bool = True) -> str:
-    """What a CUDA error means; advice=False: without where the mistake most often is
-    (for a kernel whose mistake has been found on its line)."""
-    text = str(error)
-    if type(error).__name__ == "OutOfMemoryError":
-        return f"ran out of GPU memory ({text}): is another program using this GPU?"
-    name = text.split(":")[0].strip()
-    key = name.lower().replace("_", "").replace("cudaerror", "")
-    hint = _CUDA_HINTS.get(key)
-    if hint and not advice:
-        hint = hint.split(ADVICE)[0]
-    return f"crashed with {name}: {hint}" if hint else f"crashed: {text}"
-
-
 # Floats of padding each side of the CPU backend's split-K workspace.
 WORKSPACE_PAD = 1024
 
@@ -106,7 +70,7 @@ class Backend:
     device_name: str  # the device's own name: "Tesla T4", or "CPU"
     xp: object  # cupy or numpy
     sync: Callable[[], None]
-    # What a crashed kernel raises here, and what to tell the learner about it.
+    # What a crashed kernel raises here (autograder.judge.advice says what it means).
     crashes: tuple[type[Exception], ...]
     # The most GFLOP/s the device can compute to FP32 accuracy: its FP32 peak, or
     # 3xTF32's on its tensor cores (gpu.DeviceInfo). None on the CPU.

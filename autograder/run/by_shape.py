@@ -447,6 +447,18 @@ def graded_splits(M: int, N: int, K: int) -> int:
     return 2 + (M + N + K) % 3
 
 
+@dataclass(frozen=True)
+class Split:
+    """One product run with K split in layers, as a launch left it: its workspace of
+    partial sums (`splits` layers of rows x N floats), and the rows of C it made,
+    row0 ... row0 + rows - 1."""
+
+    partial: object
+    splits: int
+    row0: int
+    rows: int
+
+
 def compose(
     choose: Callable[[int, int, int], Plan | Bands],
     gemms: Mapping[str, Callable],
@@ -457,108 +469,54 @@ def compose(
     """launch(M, N, K, alpha, A, B, beta, C): `choose`'s plan, with K split in
     graded_splits layers at least if split_every_case. gemms: step 08's
     launch(..., layers=S) per tile shape; reduce: launch(M, N, splits, alpha,
-    partial, beta, C); workspace(n): n floats. Returns what the launches noted
-    (the CPU backend's accesses outside the matrices)."""
+    partial, beta, C); workspace(n): n floats.
 
-    split = []  # the last launch's split products: their layers, for explain_layers
-    held = {}  # workspaces by size, kept from launch to launch
+    launch.splits(): the last launch's Splits, for the judge to say what the
+    reduction made of its layers (autograder.judge.reduction); launch.workspace():
+    the last one's partial sums, for compute-sanitizer to name (sanitizer._target)."""
+    split: list[Split] = []  # the last launch's split products
+    partials = _kept(workspace)
 
     def product(plan, row0, M, N, K, alpha, A, B, beta, C):
         """C's rows row0 ... row0 + M - 1 (A's too: A and C are those rows' views)."""
         if isinstance(plan, Bands):
-            top, rest = plan.rows, M - plan.rows
-            notes = [
-                product(plan.top, row0, top, N, K, alpha, rows_of(A, 0, top, K), B, beta,
-                        rows_of(C, 0, top, N)),
-                product(plan.rest, row0 + top, rest, N, K, alpha, rows_of(A, top, M, K), B, beta,
-                        rows_of(C, top, M, N)),
-            ]  # fmt: skip
-            return "; ".join(n for n in notes if n) or None
+            for band, first, end in ((plan.top, 0, plan.rows), (plan.rest, plan.rows, M)):
+                A_rows, C_rows = rows_of(A, first, end, K), rows_of(C, first, end, N)
+                product(band, row0 + first, end - first, N, K, alpha, A_rows, B, beta, C_rows)
+            return
         splits = max(plan.splits, graded_splits(M, N, K) if split_every_case else 1)
         gemm = gemms[gemm_key(plan.tiles, K)]
         if splits == 1:
-            return gemm(M, N, K, alpha, A, B, beta, C)
-        # Allocated outside the timed launches' steady state: every layer is
-        # written in full before the reduction reads it, so a kept one is as good.
-        floats = splits * M * N
+            gemm(M, N, K, alpha, A, B, beta, C)
+            return
+        partial = partials(splits * M * N)
+        split.append(Split(partial, splits, row0, M))
+        gemm(M, N, K, 1.0, A, B, 0.0, partial, layers=splits)
+        reduce(M, N, splits, alpha, partial, beta, C)
+
+    def launch(M, N, K, alpha, A, B, beta, C):
+        split.clear()
+        product(choose(M, N, K), 0, M, N, K, alpha, A, B, beta, C)
+
+    launch.splits = lambda: tuple(split)
+    launch.workspace = lambda: split[-1].partial if split else None
+    return launch
+
+
+def _kept(workspace: Callable[[int], object]) -> Callable[[int], object]:
+    """workspace(n), kept from launch to launch by size (four sizes at most): allocated
+    outside the timed launches' steady state. Every layer is written in full before
+    the reduction reads it, so a kept one is as good as a new one."""
+    held = {}
+
+    def partials(floats: int):
         if floats not in held:
             if len(held) >= 4:
                 held.clear()
             held[floats] = workspace(floats)
-        partial = held[floats]
-        split.append(dict(partial=partial, splits=splits, row0=row0, rows=M))
-        notes = [
-            gemm(M, N, K, 1.0, A, B, 0.0, partial, layers=splits),
-            reduce(M, N, splits, alpha, partial, beta, C),
-        ]
-        return "; ".join(n for n in notes if n) or None
+        return held[floats]
 
-    def launch(M, N, K, alpha, A, B, beta, C):
-        split.clear()
-        return product(choose(M, N, K), 0, M, N, K, alpha, A, B, beta, C)
-
-    def explain_layers(xp, got, C0, alpha, beta, tolerance) -> str:
-        """What the reduction made of the last launch's layers, where C is wrong
-        (checker.case_events asks): step 08's layers are the course's own and
-        right, so a C that is not alpha times their sum plus beta C is the
-        reduction's doing. '' when C is that sum, or nothing was split."""
-        for done in split:
-            first, end = done["row0"], done["row0"] + done["rows"]
-            band = slice(first, end)
-            where = ""
-            if done["rows"] != got.shape[0]:
-                where = (
-                    f"C's rows {first} to {end - 1} were a product of their own "
-                    f"(M = {done['rows']} there, row i of it C's row {first} + i); "
-                )
-            tol = tolerance[band] if getattr(tolerance, "ndim", 0) == 2 else tolerance
-            said = explain_split(xp, got[band], C0[band], alpha, beta, tol, done)
-            if said:
-                return where + said
-        return ""
-
-    def explain_split(xp, got, C0, alpha, beta, tolerance, done) -> str:
-        S = done["splits"]
-        M, N = got.shape
-        layers = done["partial"].reshape(S, M, N).astype(xp.float64)
-        old = beta * xp.asarray(C0, dtype=xp.float64) if beta else 0.0
-        got = got.astype(xp.float64)
-
-        def holds(candidate) -> bool:
-            return bool((xp.abs(got - candidate) <= tolerance).all())
-
-        if holds(alpha * layers.sum(axis=0) + old):
-            return ""
-        said = f"K was split in {S} layers (partial[0] ... partial[{S - 1}])"
-        for j in range(1, S):
-            if holds(alpha * layers[:j].sum(axis=0) + old):
-                return (
-                    f"{said} and C holds the sum of the first {j} only: the loop over the "
-                    "layers must run s = 0 ... splits - 1"
-                )
-        for s in range(S):
-            if holds(alpha * layers[s] + old):
-                return f"{said} and C holds layer {s} alone: add every layer"
-            if holds(S * alpha * layers[s] + old):
-                return (
-                    f"{said} and C holds {S} times layer {s}: every pass of the loop reads "
-                    "the same layer, where layer s starts at partial[s * M * N]"
-                )
-        i, j = (
-            int(v)
-            for v in xp.argwhere(xp.abs(got - alpha * layers.sum(axis=0) - old) > tolerance)[0]
-        )
-        return (
-            f"{said} and C is not alpha times their sum plus beta C: at ({i}, {j}) the "
-            f"layers are {', '.join(f'{float(v):.6g}' for v in layers[:, i, j][:4])}"
-            f"{', ...' if S > 4 else ''} (partial[s * M * N + {i} * N + {j}] for s = 0 ... "
-            f"{S - 1}), and C there is {float(got[i, j]):.6g}"
-        )
-
-    launch.explain_layers = explain_layers
-    # The last split launch's workspace, for compute-sanitizer to name (sanitizer._target).
-    launch.workspace = lambda: split[-1]["partial"] if split else None
-    return launch
+    return partials
 
 
 def rows_of(X, first: int, end: int, width: int):

@@ -27,7 +27,7 @@ import numpy as np
 from ..isolate import isolation
 from . import contract, device_only, syntax
 from .compiler import CompileError
-from .faults import KernelFault
+from .faults import BadAccess, KernelFault
 from .kernel import KernelSpec
 
 RUNTIME = Path(__file__).with_name("cpu_runtime.h")
@@ -52,12 +52,16 @@ BUILDS = {
     "diagnose": (*_QUICK, "-DCPU_DIAGNOSE"),
     "variants": (*_QUICK, "-DCPU_VARIANTS"),
 }
+
+
 def workers() -> int:
     """How many OS threads share out a launch's blocks: the cores this process may use,
     or SGEMM_CPU_WORKERS (a test runs a 16-core machine's count on two cores). Read at
     each launch: a child process is forked from one that imported this module earlier."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     return int(os.environ.get("SGEMM_CPU_WORKERS", 0)) or cores or 1
+
+
 CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "sgemm-course" / "cpu"
 # The dynamic shared memory a block gets here (dynamic_shared() in cpu_runtime.h).
 DYNAMIC_SHARED_BYTES = 48 * 1024
@@ -233,12 +237,11 @@ def translate(
 #line 1 "cpu_entry.cpp"
 extern "C" CPU_EXPORT int cpu_launch({", ".join(parameters)},
                           unsigned gx, unsigned gy, unsigned layers, unsigned bx, unsigned by,
-                          int reverse, unsigned workers, char* message, int message_size,
-                          char* notes, int notes_size) {{
+                          int reverse, unsigned workers, char* message, int message_size) {{
 {checks}
   return __cpu::launch(dim3(gx, gy, layers), dim3(bx, by), reverse, workers,
                        [&] {{ {name_expression}({", ".join(arguments)}); }},
-                       message, message_size, notes, notes_size);
+                       message, message_size);
 }}
 '''
 
@@ -374,8 +377,8 @@ def launchers(specs: list[KernelSpec], scratch: Path) -> list:
 
 def _launcher(spec: KernelSpec, path: Path):
     """launch(*arguments, layers=1): the kernel over a grid `layers` deep, with the
-    arguments of its contract (NumPy arrays for the pointers); returns the backend's
-    note on accesses outside the matrices, if any."""
+    arguments of its contract (NumPy arrays for the pointers); raises KernelFault where
+    the runtime stopped it."""
     terms = contract.CONTRACTS[spec.contract]
     entry = ctypes.CDLL(str(path)).cpu_launch
     floats = np.ctypeslib.ndpointer(np.float32, flags="C_CONTIGUOUS")
@@ -395,10 +398,8 @@ def _launcher(spec: KernelSpec, path: Path):
         ctypes.c_uint,
         ctypes.c_char_p,
         ctypes.c_int,
-        ctypes.c_char_p,
-        ctypes.c_int,
     ]
-    message, notes = ctypes.create_string_buffer(512), ctypes.create_string_buffer(1024)
+    message = ctypes.create_string_buffer(512)
     launches = 0
 
     def launch(*arguments, layers: int = 1):
@@ -418,12 +419,9 @@ def _launcher(spec: KernelSpec, path: Path):
             workers(),
             message,
             len(message),
-            notes,
-            len(notes),
         )
         if status:
-            raise KernelFault(_with_hint(message.value.decode(), spec.contract, spec.source))
-        return notes.value.decode() or None
+            raise _fault(message.value.decode(), spec)
 
     return launch
 
@@ -440,53 +438,29 @@ def _buffer_of(matrix: np.ndarray):
     return buffer, buffer.size
 
 
-# Each matrix's row stride, and the sizes that are not (the contract: A is M x K,
-# B is K x N, C is M x N, all row-major).
-_ROW_STRIDE = {"A": ("K", "NM"), "B": ("N", "KM"), "C": ("N", "KM")}
+# How the runtime words a bad access to a matrix (cpu_runtime.h's ptr::outside and
+# ptr::misaligned): "thread (3, 0, 0) of block (0, 1, 0) read A[8255], 2 floats past the
+# end of A, at 05_blocktiling_2d.cu:41", "... made a misaligned 16-byte access to B at
+# an address that is not a multiple of 16 bytes, at 06_vectorized.cu:29".
+_BAD_ACCESS = re.compile(
+    r"thread \((\d+), (\d+), (\d+)\) of block \((\d+), (\d+), (\d+)\) "
+    r"(?:(?:read|accessed) (\w+)\[(-?\d+)\], \d+ floats? (?:past the end|before the start) of \w+"
+    r"|made a misaligned \d+-byte access to (\w+) at an address that is not a multiple of "
+    r"\d+ bytes)(?:, at (.+?):(\d+))?"
+)
 
 
-def _stride_hint(fault: str, source: str) -> str:
-    """Where a read or write outside a matrix is at a line whose index into it steps
-    by another matrix's size from row to row (B[k * K + col]): that stride, said."""
-    m = re.search(r"\b([ABC])\[\d+\].* at [^:]+:(\d+)", fault)
-    lines = source.splitlines()
-    if not m or not 0 < int(m.group(2)) <= len(lines):
-        return ""
-    matrix, line = m.group(1), lines[int(m.group(2)) - 1]
-    right, wrong = _ROW_STRIDE[matrix]
-    for index in re.findall(rf"\b{matrix}\s*\[([^\]]*)\]", line):
-        stride = re.search(rf"\*\s*([{wrong}])\b|\b([{wrong}])\s*\*", index)
-        if stride:
-            used = stride.group(1) or stride.group(2)
-            return (
-                f"; {matrix}[{index.strip()}] steps {used} floats from row to row, but "
-                f"{matrix}'s rows are {right} floats apart (row-major, {right} columns)"
-            )
-    return ""
-
-
-def _with_hint(fault: str, kind: str = "gemm", source: str = "") -> str:
-    """A fault with what to look at, where the fault alone does not say it: an access
-    outside A, B or C (or the reduction's partial sums) names the bounds to check."""
-    stride = _stride_hint(fault, source)
-    if stride:
-        return fault + stride
-    if "misaligned" in fault and re.search(r"\b(A|B|C|partial)\b", fault):
-        return fault + ": use scalar accesses where K or N is not a multiple of 4"
-    outside = re.search(r"\b(?:read|accessed) ([A-Za-z]\w*)\[-?\d+\], \d+ floats? (?:past|before)", fault)
-    if not outside:
-        return fault  # a race, an unwritten element, an array's bound: said in full
-    if kind == "reduce":
-        return fault + (
-            ": check the bounds on M and N, and that partial s of element (row, col) is "
-            "partial[s * M * N + row * N + col]"
-        )
-    loads = " A[" in fault or " B[" in fault
-    if "outside C" in fault or " C[" in fault:
-        if loads:
-            return (
-                fault
-                + ": check the bounds on M, N and K in the loads, and on M and N before every store"
-            )
-        return fault + ": check the bounds on M and N before every store"
-    return fault + ": check the bounds on M, N and K in the loads"
+def _fault(message: str, spec: KernelSpec) -> KernelFault:
+    """The runtime's message as a KernelFault, with each bad access to a matrix it names
+    as data, and the learner's line of source it was at."""
+    lines = spec.source.splitlines()
+    accesses = []
+    for m in _BAD_ACCESS.finditer(message):
+        *who, outside, index, misaligned, _, line = m.groups()
+        thread, block = tuple(map(int, who[:3])), tuple(map(int, who[3:]))
+        number = int(line) if line else None
+        code = lines[number - 1] if number and number <= len(lines) else ""
+        kind = "outside" if outside else "misaligned"
+        index = int(index) if outside else None
+        accesses.append(BadAccess(kind, outside or misaligned, index, thread, block, number, code))
+    return KernelFault(message, tuple(accesses), spec.contract)

@@ -1086,12 +1086,11 @@ inline void catch_crashes() {
   installed = true;
 }
 
-// Runs body as every thread of every block. Returns 0, or 1 with a message
-// in message_out when an access went beyond the padding or was misaligned;
-// notes_out gets the first access outside each matrix.
+// Runs body as every thread of every block. Returns 0, or 1 with why the launch
+// stopped in message_out; accesses outside A, B or C that all stayed inside the
+// padding stop it too, after the launch, each matrix's first named.
 inline int launch(dim3 grid_, dim3 block_, bool reverse, unsigned workers,
-                  std::function<void()> body, char* message_out, int message_size,
-                  char* notes_out, int notes_size) {
+                  std::function<void()> body, char* message_out, int message_size) {
   catch_crashes();
   grid = grid_, block = block_, kernel = std::move(body);
   stopped = false, error.clear(), notes.clear();
@@ -1121,7 +1120,6 @@ inline int launch(dim3 grid_, dim3 block_, bool reverse, unsigned workers,
     stopped = true;
   }
   std::snprintf(message_out, message_size, "%s", error.c_str());
-  std::snprintf(notes_out, notes_size, "%s", "");
   return stopped ? 1 : 0;
 }
 

@@ -1,0 +1,74 @@
+"""What the checker says of a wrong split-K reduction (step 09): the GEMM around it
+(autograder.run.by_shape.compose) keeps each split product's layers as facts, and the
+judge (autograder.judge.reduction) says what the reduction made of them. NumPy
+stand-ins play step 08's kernel and the learner's reduction."""
+
+import numpy as np
+
+from autograder.judge import checker
+from autograder.judge.checker import Shape
+from autograder.run import by_shape
+from autograder.run.by_shape import Bands, Plan
+
+SHAPE = Shape(17, 19, 40)
+
+
+def gemm(M, N, K, alpha, A, B, beta, C, layers=1):
+    """Step 08 as the dispatcher runs it: layer s multiplies the s-th slice of K."""
+    A, B = A.reshape(M, K), B.reshape(K, N)
+    cuts = np.linspace(0, K, layers + 1).astype(int)
+    out = C.reshape(layers, M, N)
+    for s in range(layers):
+        k = slice(cuts[s], cuts[s + 1])
+        out[s] = alpha * (A[:, k] @ B[k, :]) + (beta * out[s] if beta else 0)
+
+
+def reduction(layers_added):
+    """A reduction that adds the layers layers_added(splits) picks."""
+
+    def reduce(M, N, splits, alpha, partial, beta, C):
+        layers = partial.reshape(splits, M, N)
+        total = sum(layers[s] for s in layers_added(splits))
+        C[:] = (alpha * total + beta * C.reshape(M, N)).ravel()
+
+    return reduce
+
+
+def check(plan, layers_added):
+    launch = by_shape.compose(
+        lambda M, N, K: plan,
+        {"128x128": gemm},
+        reduction(layers_added),
+        lambda n: np.empty(n, dtype=np.float32),
+    )
+    return checker.run_case(np, launch, SHAPE, checker.BETA, np.random.default_rng(1))
+
+
+def test_a_reduction_adding_every_layer_passes():
+    assert check(Plan("128x128", 3), range).ok
+
+
+def test_a_reduction_stopping_a_layer_short_is_told_where_its_loop_must_run():
+    result = check(Plan("128x128", 3), lambda S: range(S - 1))
+    assert result.message.startswith(
+        "K was split in 3 layers (partial[0] ... partial[2]) and C holds the sum of the first "
+        "2 only: the loop over the layers must run s = 0 ... splits - 1; "
+    ), result.message
+
+
+def test_a_reduction_reading_one_layer_each_pass_is_told_where_layer_s_starts():
+    result = check(Plan("128x128", 4), lambda S: [0] * S)
+    assert result.message.startswith(
+        "K was split in 4 layers (partial[0] ... partial[3]) and C holds 4 times layer 0: "
+        "every pass of the loop reads the same layer, where layer s starts at partial[s * M * N]"
+    ), result.message
+
+
+def test_a_band_of_c_computed_on_its_own_is_named_with_its_rows():
+    plan = Bands(8, Plan("128x128", 1), Plan("128x128", 2))
+    result = check(plan, lambda S: [S - 1])
+    assert result.message.startswith(
+        "C's rows 8 to 16 were a product of their own (M = 9 there, row i of it C's row 8 + i); "
+        "K was split in 2 layers (partial[0] ... partial[1]) and C holds layer 1 alone: "
+        "add every layer"
+    ), result.message
