@@ -606,3 +606,16 @@ __global__ void f(int M, int N, int K, const float *A, const float *B, float *C)
     assert old in text
     offered = [e.text for e in edits.repairs(text.replace(old, new)) if e.operator == "add factor"]
     assert factor in offered, offered
+
+
+@pytest.mark.parametrize("text, line", [
+    # The step's own statement, put whole: it changes only the second line's index.
+    ("copy4(&regN[wn * TN + n],\n      &Bs[k][warpCol * WN + wn * WSUBN + threadCol * TN + n]);", 160),
+    # A change on both lines names neither alone: the statement's first line stays.
+    ("copy4(&regN[n],\n      &Bs[k][warpCol * WN + wn * WSUBN + threadCol * TN + n]);", 159),
+])  # fmt: skip
+def test_a_statement_put_whole_over_two_lines_names_the_line_it_changes(text, line):
+    before = "copy4(&regN[wn * TN + n],\n      &Bs[k][warpCol * WN + wn * WSUBN + n]);"
+    edit = edits.Edit(0, len(before), text, 159, "replace statement", before, "statement")
+    repair = localize.Repair(159, edit.operator, before)
+    assert localize._where_it_changes(repair, edit).line == line

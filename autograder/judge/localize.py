@@ -617,7 +617,8 @@ def localize(
         source = Source.parse(built.text)
         rows = dict(zip(source.lines, built.text.split("\n")))
         found = [_on_own_line(r, rows, spec.source) for r in found]
-        found = [_in_statement(r, source, order[r.rank][2]) for r in found]
+        found = [_in_statement(_where_it_changes(r, order[r.rank][2]), source, order[r.rank][2])
+                 for r in found]  # fmt: skip
         # A rule's repair says what kind of mistake it is; the step's statement, only where.
         found = sorted(found, key=lambda r: (r.operator in aligned.OPERATORS, r.rank))
         found = _where_it_differs(found, spec)
@@ -655,6 +656,22 @@ def _on_own_line(repair: Repair, rows: dict[int, str], source: str) -> Repair:
         n += 1
     holding = [n for n in swallowed if holds(n)]
     return replace(repair, line=holding[0]) if len(holding) == 1 else repair
+
+
+def _where_it_changes(repair: Repair, edit: edits.Edit) -> Repair:
+    """A statement put whole (the step's, its twin's) over one the learner wrote on
+    several lines: on the one line of theirs it changes, where it changes one only (a
+    term missing from a call's second argument is that line's mistake, not the call's)."""
+    if edit.kind != "statement" or "\n" not in edit.before or not edit.text.strip(";\n "):
+        return repair
+    token = re.compile(r"\w+|\S")
+    old = [(m.group(), edit.before.count("\n", 0, m.start())) for m in token.finditer(edit.before)]
+    new = token.findall(edit.text)
+    lines = set()
+    for op, i1, i2, _, _ in difflib.SequenceMatcher(None, [t for t, _ in old], new).get_opcodes():
+        if op != "equal":  # an insertion is on the line of the token it goes before
+            lines |= {row for _, row in old[i1 : max(i2, i1 + 1)]} if i1 < len(old) else {old[-1][1]}
+    return replace(repair, line=edit.line + lines.pop()) if len(lines) == 1 else repair
 
 
 # What a repair's statement is: the innermost of these around it; of a loop or a branch,
