@@ -670,7 +670,8 @@ def _where_it_changes(repair: Repair, edit: edits.Edit) -> Repair:
     lines = set()
     for op, i1, i2, _, _ in difflib.SequenceMatcher(None, [t for t, _ in old], new).get_opcodes():
         if op != "equal":  # an insertion is on the line of the token it goes before
-            lines |= {row for _, row in old[i1 : max(i2, i1 + 1)]} if i1 < len(old) else {old[-1][1]}
+            changed = old[i1 : max(i2, i1 + 1)] if i1 < len(old) else old[-1:]
+            lines |= {row for _, row in changed}
     return replace(repair, line=edit.line + lines.pop()) if len(lines) == 1 else repair
 
 

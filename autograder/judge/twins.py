@@ -30,8 +30,13 @@ _NAME = re.compile(r"[A-Za-z_]\w*")
 def repairs(k: Kernel) -> list[Edit]:
     """For each statement of the region, one repair per twin it lacks part of."""
     # A call (__syncthreads()) is no twin of an assignment, whatever the two share.
-    every = [s for s in walk(k.source.root) if s.type in _SIMPLE and _inside(s) and not (
-        s.named_child_count and s.named_children[0].type == "call_expression")]
+    every = [
+        s
+        for s in walk(k.source.root)
+        if s.type in _SIMPLE
+        and _inside(s)
+        and not (s.named_child_count and s.named_children[0].type == "call_expression")
+    ]
     tokens = {s.id: _tokens(k, s) for s in every}
     every = [s for s in every if 2 < len(tokens[s.id]) <= _MOST_TOKENS]
     found, seen = [], set()
