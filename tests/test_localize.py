@@ -619,3 +619,22 @@ def test_a_statement_put_whole_over_two_lines_names_the_line_it_changes(text, li
     edit = edits.Edit(0, len(before), text, 159, "replace statement", before, "statement")
     repair = localize.Repair(159, edit.operator, before)
     assert localize._where_it_changes(repair, edit).line == line
+
+
+def test_a_twins_name_no_pair_gives_is_read_by_the_letter_the_pairs_exchange():
+    # A's tile store lost its row term. B's store has it with BN, a name no token of A's
+    # statement pairs with; N standing for K in the global index says BN reads BK.
+    from autograder.judge import twins
+    from autograder.judge.scopes import Kernel
+
+    text = """
+__global__ void f(const float *A, const float *B, int K, int N) {
+    const int BK = 8, BN = 128;
+    __shared__ float As[64], Bs[64];
+    int a_row = 0, a_col = 0, b_row = 0, b_col = 0;
+    for (int i = 0; i < 8; ++i) { As[a_col] = A[(a_row + i) * K + a_col]; }
+    for (int i = 0; i < 8; ++i) { Bs[(b_row + i) * BN + b_col] = B[(b_row + i) * N + b_col]; }
+}
+"""
+    found = [" ".join(e.text.split()) for e in twins.repairs(Kernel.parse(text)) if e.line == 6]
+    assert found == ["As [ ( a_row + i ) * BK + a_col ] = A [ ( a_row + i ) * K + a_col ] ;"]

@@ -226,7 +226,7 @@ def build(spec: KernelSpec, hints: Hints) -> Built:
                     raise
                 # A twin's names are read from the tree, not checked as the compiler does:
                 # where one is there, it goes first, and the rules' repairs stay.
-                twins_there = [r for r in repairs if r.line in bad and r.operator == "twin"]
+                twins_there = [r for r in repairs if r.line in bad and r.operator == twins.OPERATOR]
                 repairs = [r for r in repairs if r not in twins_there] if twins_there else [
                     r for r in repairs if r.line not in bad]  # fmt: skip
     raise cpu.UnsupportedOnCpu("the kernel's repairs would not compile together")
@@ -619,8 +619,10 @@ def localize(
         found = [_on_own_line(r, rows, spec.source) for r in found]
         found = [_in_statement(_where_it_changes(r, order[r.rank][2]), source, order[r.rank][2])
                  for r in found]  # fmt: skip
-        # A rule's repair says what kind of mistake it is; the step's statement, only where.
-        found = sorted(found, key=lambda r: (r.operator in aligned.OPERATORS, r.rank))
+        # A rule's repair says what kind of mistake it is; a statement put whole (the
+        # step's, a twin's) only where.
+        whole = (*aligned.OPERATORS, twins.OPERATOR)
+        found = sorted(found, key=lambda r: (r.operator in whole, r.rank))
         found = _where_it_differs(found, spec)
     return Finding(evidence, wrong, tuple(found), tried, len(order), time.monotonic() - began)
 

@@ -15,15 +15,15 @@ from __future__ import annotations
 
 import re
 from difflib import SequenceMatcher
-from itertools import combinations
 
 from ..run.syntax import walk
 from .edits import Edit
 from .scopes import BUILTINS, Kernel
 
+OPERATOR = "twin"  # the rule's name (edits.OPERATORS)
 _SIMPLE = ("expression_statement", "declaration")
 _MOST_TOKENS = 80  # a statement longer than this is no slip's twin (and costs to align)
-_LEAST_RATIO = 0.5  # the share of tokens two statements must have in common
+_LEAST_SHARE = 0.5  # of a twin's tokens, the share the statement must have
 _NAME = re.compile(r"[A-Za-z_]\w*")
 
 
@@ -76,7 +76,7 @@ def _edit(k: Kernel, s, mine: list, grafted: list[str], twin: int) -> Edit | Non
     # Spaced out, so that no two tokens run together (- -, not --); but for member access.
     text = re.sub(r" ?(\.|->) ?", r"\1", " ".join(grafted[before : len(grafted) - after]))
     kind = "statement" if node is s else "expression"
-    return Edit(node.start_byte, node.end_byte, text, k.line(node), "twin", k.text(node), kind,
+    return Edit(node.start_byte, node.end_byte, text, k.line(node), OPERATOR, k.text(node), kind,
                 ("", str(twin)))  # fmt: skip
 
 
@@ -108,24 +108,22 @@ def _tokens(k: Kernel, node) -> list[tuple[str, bool, int]]:
 
 def _grafted(k: Kernel, s, my_tokens: list, their_tokens: list) -> list[str] | None:
     """The statement with what its twin has and it lacks put back, in its own names;
-    None where the two are no twins, or where that needs a name s cannot see."""
+    None where the two are no twins (the statement is not the twin with tokens left
+    out), or where that needs a name s cannot see."""
     mine, theirs = [t for t, _, _ in my_tokens], [t for t, _, _ in their_tokens]
-    match = SequenceMatcher(None, mine, theirs, autojunk=False)
-    if match.ratio() < _LEAST_RATIO:
+    if len(mine) < _LEAST_SHARE * len(theirs):
         return None
-    # Each of the twin's tokens: the statement's token it stands for, or None (lacking).
-    mapped: list = []
-    for op, i1, i2, j1, j2 in match.get_opcodes():
-        if op == "delete":
-            return None  # the statement has what the twin lacks: not this rule's slip
-        chosen = _paired(mine[i1:i2], theirs[j1:j2]) if op != "insert" else []
-        if chosen is None:
-            return None
-        at = dict(zip(chosen, mine[i1:i2]))
-        mapped += [at.get(j) for j in range(j2 - j1)]
+    chosen = _embedded(mine, theirs)
+    if chosen is None:
+        return None
+    mapped = [None] * len(theirs)  # the statement's token each of the twin's stands for
+    for a, j in zip(mine, chosen):
+        mapped[j] = a
     names: dict[str, str] = {}
     for token, mine_token in zip(theirs, mapped):
-        if mine_token is not None and names.setdefault(token, mine_token) != mine_token:
+        if mine_token is None or _key(token) == token:
+            continue  # what pairs is a name with a name (an operator is kept as written)
+        if names.setdefault(token, mine_token) != mine_token:
             return None  # one name of the twin's read as two of the statement's
     visible = {sym.name for sym in k.visible(s)} | set(mine)
     parts = _part_pairs(names)
@@ -134,31 +132,46 @@ def _grafted(k: Kernel, s, my_tokens: list, their_tokens: list) -> list[str] | N
         if mine_token is not None:
             out.append(mine_token)
             continue
-        name = names.get(token) or _renamed(token, parts)  # lacking: in the statement's names
+        name = names.get(token) or _renamed(token, parts, visible)  # in the statement's names
         if scoped and name not in visible:
             return None
         out.append(name)
     return out
 
 
-def _paired(mine: list[str], theirs: list[str]) -> list[int] | None:
-    """Where in `theirs` each of `mine` stands, in order, each beside a token of its
-    class (a name for a name, the same operator), the most alike by their letters
-    (ldb beside lda rather than beside A_row_idx); None where theirs has fewer."""
-    if len(mine) > len(theirs) or len(theirs) > _MOST_IN_A_GAP:
+def _embedded(mine: list[str], theirs: list[str]) -> list[int] | None:
+    """Where in `theirs` each of `mine` stands: in order, each beside a token of its key
+    (any name beside any name, an operator beside itself), the pairs as alike as can be
+    (ldb beside lda rather than beside A_row_idx); None where mine is no part of theirs."""
+    m, n, none = len(mine), len(theirs), float("-inf")
+    best = [[0.0] * (n + 1)] + [[none] * (n + 1) for _ in range(m)]
+    for i in range(1, m + 1):
+        for j in range(i, n + 1):
+            best[i][j] = best[i][j - 1]
+            if _key(mine[i - 1]) == _key(theirs[j - 1]) and best[i - 1][j - 1] > none:
+                paired = best[i - 1][j - 1] + _alike(mine[i - 1], theirs[j - 1])
+                best[i][j] = max(best[i][j], paired)
+    if best[m][n] == none:
         return None
-    best, best_score = None, -1.0
-    for chosen in combinations(range(len(theirs)), len(mine)):
-        pairs = [(a, theirs[j]) for a, j in zip(mine, chosen)]
-        if not all(_class(a) == _class(b) for a, b in pairs):
-            continue
-        score = sum(SequenceMatcher(None, a, b).ratio() for a, b in pairs)
-        if score > best_score:
-            best, best_score = list(chosen), score
-    return best
+    chosen, j = [], n
+    for i in range(m, 0, -1):
+        while best[i][j] == best[i][j - 1]:
+            j -= 1  # theirs[j - 1] is no part of the best: the statement lacks it
+        chosen.append(j - 1)
+        j -= 1
+    return chosen[::-1]
 
 
-_MOST_IN_A_GAP = 12  # tokens of the twin one gap may hold (what they are paired by costs 2^n)
+def _alike(a: str, b: str) -> float:
+    """How alike two tokens of one key are: the same text most; names by their letters."""
+    return 2.0 if a == b else 1.0 + SequenceMatcher(None, a, b).ratio()
+
+
+def _key(token: str) -> str:
+    """What two tokens must share to align: their class for a name, a thread index or a
+    number; the text itself for the rest (operators, brackets, keywords' own words)."""
+    kind = _class(token)
+    return kind if kind in ("name", "builtin", "number") else token
 
 
 def _class(token: str) -> str:
@@ -186,11 +199,25 @@ def _parts(name: str) -> list[str]:
     return re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+|_", name)
 
 
-def _renamed(token: str, parts: dict[str, str]) -> str:
+def _renamed(token: str, parts: dict[str, str], visible: set[str]) -> str:
+    """A name of the twin's the alignment did not pair, in the statement's names: by its
+    parts (B_row_idx for A_row_idx where B stands for A), or where none of its parts
+    pairs, by one letter the pairs exchange (ldb for lda where B stands for A; BK for BN
+    where K stands for N), when exactly one name in sight reads so."""
     if _class(token) == "builtin":  # threadIdx.y for the row where blockIdx.x is the column's
         base, _, axis = token.partition(".")
         other = parts.get(axis, axis)
         return f"{base}.{other}" if other in ("x", "y", "z") else token
     if not _NAME.fullmatch(token):
         return token
-    return "".join(parts.get(p, p) for p in _parts(token)) or token
+    renamed = "".join(parts.get(p, p) for p in _parts(token))
+    if renamed != token:
+        return renamed
+    letters = {(a.lower(), b.lower()) for a, b in parts.items() if len(a) == len(b) == 1}
+    alike = {
+        token[:i] + (b.upper() if c.isupper() else b) + token[i + 1 :]
+        for i, c in enumerate(token)
+        for a, b in letters
+        if c.lower() == a
+    } & visible
+    return alike.pop() if len(alike) == 1 else token
