@@ -353,11 +353,13 @@ def case_events(
     sync: Callable[[], None] = lambda: None,
     input_roundoff: float = 0.0,
     clues: mapping.Clues = mapping.Clues(None, None),
+    clock: Callable[[], float] = time.perf_counter,
 ):
     """Run one shape and judge the result: yields Started and Ran around each launch
     of the kernel, then the CaseResult. input_roundoff: how far the kernel rounds
     each input before multiplying, relative to it (registry.Step); clues: what the
-    diagnosis of an index mistake may know of the kernel (mapping)."""
+    diagnosis of an index mistake may know of the kernel (mapping); clock: what the
+    launch's seconds are read from (Backend.clock)."""
     M, N, K = shape.M, shape.N, shape.K
     label = f"{shape}, beta={beta:g}"
     A = rng.standard_normal((M, K), dtype=np.float32)
@@ -375,10 +377,10 @@ def case_events(
         c_buf = _padded(xp, C0, GUARD, pad)
         A_in, B_in = a_buf[pad : pad + M * K], b_buf[pad : pad + K * N]
         sync()
-        start = time.perf_counter()
+        start = clock()
         note = launch(M, N, K, ALPHA, A_in, B_in, beta, c_buf[pad : pad + M * N])
         sync()
-        return c_buf, time.perf_counter() - start, note
+        return c_buf, clock() - start, note
 
     yield Started(label, shape.flops)
     try:
@@ -542,6 +544,7 @@ def iter_suite(
     budget: Budget = GPU_BUDGET,
     input_roundoff: float = 0.0,
     clues: mapping.Clues = mapping.Clues(None, None),
+    clock: Callable[[], float] = time.perf_counter,
 ):
     """Run every shape with beta = 0 and beta != 0, as far as the budget allows.
 
@@ -568,7 +571,8 @@ def iter_suite(
                 )
                 continue
         for beta in (BETA,) if shape in budget.one_beta else (0.0, BETA):
-            for event in case_events(xp, launch, shape, beta, rng, sync, input_roundoff, clues):
+            events = case_events(xp, launch, shape, beta, rng, sync, input_roundoff, clues, clock)
+            for event in events:
                 yield event
             if event.seconds:  # the best rate so far: small cases pay more overhead per flop
                 rate = event.seconds / shape.flops

@@ -228,6 +228,7 @@ def _run_stages(job: Job, backend, launch, launches, send, check_turn, timing_tu
                 checker.BUDGETS[backend.name],
                 job.spec.input_roundoff,
                 mapping.clues_for(spec),
+                backend.clock,
             )
             for event in _in_turns(check_turn, backend.sync, events):
                 if isinstance(event, CaseResult) and stage.every_term:
