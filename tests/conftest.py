@@ -15,6 +15,7 @@ from autograder.run import gpu
 # tests stay on one xdist worker (--dist loadgroup), so those fixtures run once.
 ALONE = {
     "test_book",
+    "test_busy_machine",
     "test_cold_start",
     "test_cpu_backend",
     "test_grade",

@@ -352,16 +352,18 @@ def case_events(
     sync: Callable[[], None] = lambda: None,
     input_roundoff: float = 0.0,
     clues: mapping.Clues = mapping.Clues(None, None),
+    clock: Callable[[], float] = time.perf_counter,
 ):
     """Run one shape and judge the result: yields Started and Ran around each launch
     of the kernel, then the CaseResult. input_roundoff: how far the kernel rounds
     each input before multiplying, relative to it (registry.Step); clues: what the
-    diagnosis of an index mistake may know of the kernel (mapping)."""
+    diagnosis of an index mistake may know of the kernel (mapping); clock: what the
+    launch's seconds are read from (Backend.clock)."""
     case = _Inputs.draw(xp, shape, beta, rng)
     label = f"{shape}, beta={beta:g}"
     yield Started(label, shape.flops)
     try:
-        c_buf, seconds = case.run(launch, sync)
+        c_buf, seconds = case.run(launch, sync, clock)
     except KernelFault as fault:
         yield Ran(0.0)
         yield CaseResult(shape, beta, False, advice.explain_fault(fault))
@@ -373,7 +375,7 @@ def case_events(
         return
     if outcome.bad.any():
         yield Started(label + " (again, to look for a race)", shape.flops)
-        again = case.c_of(case.run(launch, sync)[0])
+        again = case.c_of(case.run(launch, sync, clock)[0])
         yield Ran(0.0)
         raced = bool(((again != outcome.got) & ~(xp.isnan(again) & xp.isnan(outcome.got))).any())
         outcome = replace(outcome, raced=raced)
@@ -411,16 +413,16 @@ class _Inputs:
         a_buf, b_buf = _padded(xp, A, np.nan, pad), _padded(xp, B, np.nan, pad)
         return cls(xp, shape, beta, A, B, C0, a_buf, b_buf, pad)
 
-    def run(self, launch: Launch, sync: Callable[[], None]):
-        """(C's padded buffer, seconds) after one launch on these inputs."""
+    def run(self, launch: Launch, sync: Callable[[], None], clock: Callable[[], float]):
+        """(C's padded buffer, seconds by `clock`) after one launch on these inputs."""
         M, N, K, pad = self.shape.M, self.shape.N, self.shape.K, self.pad
         c_buf = _padded(self.xp, self.C0, GUARD, pad)
         A_in, B_in = self.a_buf[pad : pad + M * K], self.b_buf[pad : pad + K * N]
         sync()
-        start = time.perf_counter()
+        start = clock()
         launch(M, N, K, ALPHA, A_in, B_in, self.beta, c_buf[pad : pad + M * N])
         sync()
-        return c_buf, time.perf_counter() - start
+        return c_buf, clock() - start
 
     def c_of(self, c_buf):
         """C (M x N) in its padded buffer."""
@@ -603,6 +605,7 @@ def iter_suite(
     budget: Budget = GPU_BUDGET,
     input_roundoff: float = 0.0,
     clues: mapping.Clues = mapping.Clues(None, None),
+    clock: Callable[[], float] = time.perf_counter,
 ):
     """Run every shape with beta = 0 and beta != 0, as far as the budget allows.
 
@@ -629,7 +632,8 @@ def iter_suite(
                 )
                 continue
         for beta in (BETA,) if shape in budget.one_beta else (0.0, BETA):
-            for event in case_events(xp, launch, shape, beta, rng, sync, input_roundoff, clues):
+            events = case_events(xp, launch, shape, beta, rng, sync, input_roundoff, clues, clock)
+            for event in events:
                 yield event
             if event.seconds:  # the best rate so far: small cases pay more overhead per flop
                 rate = event.seconds / shape.flops

@@ -12,7 +12,11 @@ parent holds each phase to its own time limit:
   on a node) costs no student anything, and a setup that never ends is a
   GraderFault ("the grader could not start ..."), to be regraded.
 - a launch of the kernel, from `Started` or `TimedLaunch` to the next message:
-  the caller's case limit. This is the only time a kernel is charged for.
+  the caller's case limit. This is the only time a kernel is charged for: on the
+  CPU backend its own time, not the time it waited for a CPU that other work had
+  (isolate.child's own_time); and a launch that runs out counts only once it runs
+  out again alone (`run`), and not at all when even then the machine was too busy
+  to give it its limit's worth (a GraderFault).
 - everything else (drawing inputs, the float64 reference, comparing):
   JUDGE_TIMEOUT_S, the grader's again.
 """
@@ -30,7 +34,7 @@ import numpy as np
 
 from ..isolate import isolation
 from ..isolate.child import Child, Died, Forged, Hung
-from ..run import gpu
+from ..run import gpu, gpu_lock
 from ..run.backends import BackendUnavailable, LaunchRefused, open_backend
 from ..run.compiler import CompileError
 from ..run.kernel import KernelSpec, template_arguments
@@ -225,6 +229,7 @@ def _run_stages(job: Job, backend, launch, launches, send, check_turn, timing_tu
                 checker.BUDGETS[backend.name],
                 job.spec.input_roundoff,
                 mapping.clues_for(spec),
+                backend.clock,
             )
             for event in _in_turns(check_turn, backend.sync, events):
                 if isinstance(event, CaseResult) and stage.every_term:
@@ -293,6 +298,7 @@ class Outcome:
     prepared: object = None
     # The case the kernel crashed in or did not finish, if any.
     stopped: tuple[Shape, float] | None = None
+    hung: Hung | None = None  # the launch that did not finish, if one did not
     # The error without its advice, where a line the localizer confirms replaces it.
     plain_error: str = ""
 
@@ -310,22 +316,29 @@ def run(job: Job, case_timeout_s: float = CASE_TIMEOUT_S) -> Outcome:
     )
     outcome = Outcome(report)
     with isolation.scratch() as scratch:
-        printed = [_run_child(job, case_timeout_s, outcome, scratch)]
-        if outcome.crashed and job.backend == "gpu":
+        with _turn(job):
+            printed = [_run_child(job, case_timeout_s, outcome, scratch)]
+        if not job.alone and (outcome.hung or (outcome.crashed and job.backend == "gpu")):
             # Processes that share a GPU share its faults: on an H100 graded with 8
             # workers, a correct kernel "crashed" (cudaErrorLaunchFailure) at
             # 4095x4097x4093, and faulting kernels looped in other processes left that
-            # GPU needing a reset. So a crash in a case is the kernel's only if it happens
-            # again with the GPU to itself: the job runs once more, alone, in a fresh
-            # child, and that run's verdicts are the ones that count.
-            first = report.error
+            # GPU needing a reset. And a machine's other work slows a launch down: three
+            # copies of step 03's reference graded on a loaded CPU, one ran out of its
+            # 10 s. So a crash or a launch that runs out is the kernel's only if it
+            # happens again with the device to itself: the job runs once more, alone,
+            # in a fresh child, and that run's verdicts are the ones that count.
+            first, device = report.error, job.backend.upper()
             report = replace(report, cases=[], skipped=[], error="", notes=[])
             outcome = Outcome(report)
-            printed.append(_run_child(replace(job, alone=True), case_timeout_s, outcome, scratch))
+            alone = replace(job, alone=True)
+            with _turn(alone):
+                printed.append(_run_child(alone, case_timeout_s, outcome, scratch))
             report.notes.append(
-                f"the first run stopped ({first}) while other processes shared the GPU; "
-                "these verdicts are from a second run, with the GPU to itself"
+                f"the first run stopped ({first}) while other work shared the {device}; "
+                f"these verdicts are from a second run, {_ALONE[job.backend]}"
             )
+        if outcome.hung and outcome.hung.starved:
+            raise GraderFault(_starved(outcome.hung))
         if stopped_while_timed(report):
             # A kernel that hangs or crashes only when timed loses its speed points,
             # and nothing else: the checks after the timing run in a fresh child.
@@ -347,6 +360,29 @@ def run(job: Job, case_timeout_s: float = CASE_TIMEOUT_S) -> Outcome:
     return outcome
 
 
+# What a job run alone has to itself: a GPU, or of the CPUs, what the grader's other
+# jobs would have used (a machine's other work goes on; see Child.receive's own_time).
+_ALONE = {"gpu": "with the GPU to itself", "cpu": "with the grader's other CPU jobs stopped for it"}
+
+
+def _turn(job: Job):
+    """The parent's turn on the CPU for a CPU job's run (autograder.run.gpu_lock): beside
+    the grader's other CPU jobs, or alone. A GPU job's child takes its own turns."""
+    if job.backend != "cpu":
+        return contextlib.nullcontext()
+    return gpu_lock.alone(gpu_lock.CPU) if job.alone else gpu_lock.shared(gpu_lock.CPU)
+
+
+def _starved(hung: Hung) -> str:
+    """Why a launch that ran out says nothing of the kernel: it never had its limit."""
+    return (
+        f"{hung.doing}: the machine was too busy to tell whether the kernel is slow or "
+        f"stuck: in {hung.wall_s:.0f} s on the clock it had a CPU for "
+        f"{hung.wall_s - hung.held_back_s:.1f} s of its {hung.seconds:.0f} s, though the "
+        "grader's other work had stopped for it; grade again on a less loaded machine"
+    )
+
+
 def stopped_while_timed(report: Report) -> bool:
     """Did the run stop in a timed launch (the kernel hung, crashed or was killed)?"""
     return report.error.startswith(tuple(_TIMING.values()))
@@ -361,14 +397,16 @@ def _run_child(job: Job, case_timeout_s: float, outcome: Outcome, scratch) -> st
     seconds_per_flop = 0.0  # the kernel's best rate so far, to tell slow from stuck
     with Child(_serve, job, scratch, messages=MESSAGES) as child:
         while True:
-            message = child.receive(timeout, doing)
+            launching = timeout == case_timeout_s
+            own_time = launching and job.backend == "cpu"
+            message = child.receive(timeout, doing, own_time)
             if isinstance(message, Hung):
-                if timeout != case_timeout_s:
+                if not launching:
                     raise GraderFault(f"the grader got stuck {doing} (no word in {timeout:.0f} s)")
                 report.error = _hung(
                     message, started, seconds_per_flop, job.spec.waits_on_mbarriers
                 )
-                outcome.stopped = _case_of(started)
+                outcome.stopped, outcome.hung = _case_of(started), message
                 break
             if isinstance(message, Died):
                 if timeout != case_timeout_s and message.exitcode != -signal.SIGSYS:
@@ -579,6 +617,11 @@ def _hung(message: Hung, started: Started | None, seconds_per_flop: float, mbarr
     """Slow or stuck? What the kernel's speed on the cases before says about this one.
     mbarriers: the kernel waits on mbarriers (KernelSpec.waits_on_mbarriers)."""
     text = f"{message.doing}: did not finish within {message.seconds:.0f} s"
+    if message.held_back_s >= 0.05 * message.seconds:  # the machine's other work showed
+        text += (
+            f" of its own time ({message.wall_s:.0f} s on the clock, {message.held_back_s:.0f} s "
+            "of which it waited for a CPU that other work had)"
+        )
     expected = seconds_per_flop * started.flops if started and seconds_per_flop else None
     if expected and expected > message.seconds / 2:
         return (

@@ -79,6 +79,9 @@ class Backend:
     tf32_peak_gflops: float | None = None
     flush_caches: Callable[[], None] = lambda: None
     confinement: str = ""  # how the process running the kernels is confined, in full
+    # What a checked case's seconds are read from: the clock, or on the CPU the
+    # kernel's own time (cpu.own_clock), which other work on the machine cannot stretch.
+    clock: Callable[[], float] = time.perf_counter
 
     def load(self, specs: list[KernelSpec]) -> list:
         """launch(M, N, K, alpha, A, B, beta, C) for each spec, compiled for this backend."""
@@ -267,6 +270,7 @@ class CpuBackend(Backend):
             xp=np,
             sync=lambda: None,
             crashes=(),
+            clock=cpu.own_clock,
         )
         self.scratch = scratch
 

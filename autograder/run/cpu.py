@@ -362,6 +362,17 @@ def _untranslatable(stderr: str, filename: str) -> str:
     )
 
 
+_own_seconds = 0.0  # the own time of every launch in this process, summed (own_clock)
+
+
+def own_clock() -> float:
+    """The kernels' own time in this process so far, in seconds: each launch's busiest
+    worker's CPU time, summed. A launch takes about as long on an idle machine's clock;
+    on a busy one the clock also counts the time other work had the CPUs, which is
+    not the kernel's."""
+    return _own_seconds
+
+
 def launchers(specs: list[KernelSpec], scratch: Path) -> list:
     """Build every spec for the CPU, confine this process (isolation.enter: for good,
     with `scratch` its one writable directory: nothing is built after that), then
@@ -380,7 +391,9 @@ def _launcher(spec: KernelSpec, path: Path):
     arguments of its contract (NumPy arrays for the pointers); raises KernelFault where
     the runtime stopped it."""
     terms = contract.CONTRACTS[spec.contract]
-    entry = ctypes.CDLL(str(path)).cpu_launch
+    library = ctypes.CDLL(str(path))
+    entry, own = library.cpu_launch, library.cpu_launch_seconds
+    own.restype = ctypes.c_double
     floats = np.ctypeslib.ndpointer(np.float32, flags="C_CONTIGUOUS")
     kinds = {"float": ctypes.c_float}
     entry.argtypes = [
@@ -404,6 +417,7 @@ def _launcher(spec: KernelSpec, path: Path):
 
     def launch(*arguments, layers: int = 1):
         nonlocal launches
+        global _own_seconds
         M, N = arguments[:2]
         launches += 1
         status = entry(
@@ -420,6 +434,7 @@ def _launcher(spec: KernelSpec, path: Path):
             message,
             len(message),
         )
+        _own_seconds += own()
         if status:
             raise _fault(message.value.decode(), spec)
 

@@ -40,6 +40,7 @@
 #include <type_traits>
 #include <vector>
 #include <csignal>
+#include <ctime>
 #include <sys/mman.h>
 #include <ucontext.h>
 
@@ -1086,6 +1087,22 @@ inline void catch_crashes() {
   installed = true;
 }
 
+// The CPU time the last launch's busiest worker took: about what the launch takes on
+// the clock on an idle machine, and no more on a busy one, where the clock also counts
+// the time other work had the CPUs (a case's time is this: autograder/run/cpu.py).
+inline std::atomic<long> busiest_ns{0};
+extern "C" CPU_EXPORT double cpu_launch_seconds() { return busiest_ns / 1e9; }
+
+inline void run_blocks_timed(unsigned id, unsigned workers, bool reverse) {
+  timespec start, end;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &start);
+  run_blocks(id, workers, reverse);
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &end);
+  const long ns = (end.tv_sec - start.tv_sec) * 1000000000L + (end.tv_nsec - start.tv_nsec);
+  for (long seen = busiest_ns; ns > seen && !busiest_ns.compare_exchange_weak(seen, ns);) {
+  }
+}
+
 // Runs body as every thread of every block. Returns 0, or 1 with why the launch
 // stopped in message_out; accesses outside A, B or C that all stayed inside the
 // padding stop it too, after the launch, each matrix's first named.
@@ -1099,9 +1116,11 @@ inline int launch(dim3 grid_, dim3 block_, bool reverse, unsigned workers,
 #endif
   const long blocks = (long)grid.x * grid.y * grid.z;
   workers = (unsigned)std::max(1L, std::min<long>({(long)workers, (long)MAX_WORKERS, blocks}));
+  busiest_ns = 0;
   std::vector<std::thread> helpers;
-  for (unsigned w = 1; w < workers; ++w) helpers.emplace_back(run_blocks, w, workers, reverse);
-  run_blocks(0, workers, reverse);
+  for (unsigned w = 1; w < workers; ++w)
+    helpers.emplace_back(run_blocks_timed, w, workers, reverse);
+  run_blocks_timed(0, workers, reverse);
   for (std::thread& h : helpers) h.join();
   if (!stopped && !notes.empty()) {  // accesses outside A, B or C, all inside the padding
     std::sort(notes.begin(), notes.end(),

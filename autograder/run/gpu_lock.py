@@ -17,6 +17,10 @@ the GPU, and a process that dies gives its turn back with its files. A timing go
 first: once it waits, no new shared turn starts (the gate file), so a steady stream
 of checks cannot keep it waiting; it waits only for those already running, each of
 which is one step of one case.
+
+The CPU backend's jobs take turns on the machine's CPUs the same way (the identity
+CPU), each from its parent for a whole run of a job: any number at once, or a job
+run again alone because a launch of it ran out beside the others (judge.job).
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ import tempfile
 from pathlib import Path
 
 LOCK_DIR = Path(tempfile.gettempdir()) / "sgemm-course-gpu-locks"
+CPU = "cpu"  # the machine's CPUs, as the CPU backend uses them (no PCI bus id is named so)
 
 
 def identity() -> str:
