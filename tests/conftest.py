@@ -48,8 +48,10 @@ def machine_share(request, tmp_path_factory):
 
 
 # The developer's loop, `pytest -m quick -n auto`: the checker's, the judge's and the
-# grader's logic (and the import contract) in about two minutes on two cores, without
-# the book, the notebooks or whole classes graded on the CPU.
+# grader's logic (and the import contract) in under two minutes on two cores, without
+# the book, the notebooks, whole classes graded on the CPU, or a test marked slow (one
+# that took 3 s or more there: a kernel hung on purpose, every tile shape compiled;
+# the whole suite runs them).
 QUICK = {
     "test_advice",
     "test_architecture",
@@ -78,7 +80,7 @@ def pytest_collection_modifyitems(config, items):
     reason = gpu.unavailable_reason()
     skip = pytest.mark.skip(reason=f"needs an NVIDIA GPU: {reason}")
     for item in items:
-        if item.module.__name__ in QUICK:
+        if item.module.__name__ in QUICK and "slow" not in item.keywords:
             item.add_marker(pytest.mark.quick)
         if "gpu" in item.keywords:
             # One worker runs every GPU test, one at a time, so that no timing

@@ -23,6 +23,7 @@ SWEEP = [bench.parse_size(s) for s in bench.sweep_sizes()]
 
 @pytest.mark.parametrize("arch", ["sm_75", "sm_90"])
 @pytest.mark.parametrize("tiles", by_shape.TILES)
+@pytest.mark.slow
 def test_every_tile_shape_is_one_step_08_accepts_and_compiles_without_spilling(tiles, arch):
     """As built for that architecture (SLIDE and SPREAD), with its RAGGED twin where it
     has one."""
@@ -63,6 +64,7 @@ def test_a_ragged_twin_runs_exactly_where_k_ends_inside_a_slice():
 
 
 @pytest.mark.parametrize("tiles", sorted(by_shape.RAGGED))
+@pytest.mark.slow
 def test_a_ragged_twin_is_right_where_k_ends_inside_a_slice(tiles):
     """The twin's last slice stops where K does: right at every small shape, most of
     which end inside a slice (on a GPU, compose runs it in layers too:
@@ -273,6 +275,7 @@ def test_the_reduction_takes_its_own_contract_and_a_gemm_kernel_is_told_so():
         contract.check(gemm.source(), gemm.name_expression, gemm.path.name, contract.REDUCE)
 
 
+@pytest.mark.slow
 def test_the_reference_gemm_is_right_at_every_tile_shape_and_number_of_layers():
     """The CPU runs each tile shape in turn, K split in 2 to 4 layers (the graded
     GEMM), and the dispatcher's own plans with none forced."""
@@ -284,6 +287,7 @@ def test_the_reference_gemm_is_right_at_every_tile_shape_and_number_of_layers():
 
 
 @pytest.mark.parametrize("tiles", sorted(by_shape.SLID | set(by_shape.SPREAD)))
+@pytest.mark.slow
 def test_a_tile_slid_back_inside_c_writes_only_its_own_part(tiles):
     """A block whose tile slides back inside C (SLIDE) computes a strip its neighbour
     owns: where it wrote that strip too, beta C would be added twice there. The last
@@ -297,6 +301,7 @@ def test_a_tile_slid_back_inside_c_writes_only_its_own_part(tiles):
     assert report.ok and {c.shape for c in report.cases} == {*SMALL, slides}, str(report)
 
 
+@pytest.mark.slow
 def test_without_slide_or_ragged_step_08_is_the_kernel_without_their_lines():
     """SLIDE = 0 and RAGGED = 0, step 08's own: the same machine code as its source
     with every line of the slide and of the ragged end removed, so that what was

@@ -92,6 +92,7 @@ def test_commands_that_need_a_gpu_say_so_in_one_line(args):
 
 
 @pytest.mark.skipif(not NO_GPU, reason="this machine has a GPU")
+@pytest.mark.slow
 def test_check_falls_back_to_the_cpu_and_says_timings_need_a_gpu():
     result = run("check", str(registry.step("05").path), "--quick")
     assert result.returncode == 0, result.stdout + result.stderr
@@ -100,6 +101,7 @@ def test_check_falls_back_to_the_cpu_and_says_timings_need_a_gpu():
     assert "timings need a GPU" in first and "PASSED" in result.stdout
 
 
+@pytest.mark.slow
 def test_check_exits_1_for_a_wrong_kernel_on_the_cpu(tmp_path):
     path = tmp_path / "01_wrong.cu"
     path.write_text(registry.step("01").source().replace("k < K;", "k < K - 1;"))
@@ -108,6 +110,7 @@ def test_check_exits_1_for_a_wrong_kernel_on_the_cpu(tmp_path):
     assert "FAILED" in result.stdout and "FAIL 17x19x3" in result.stdout
 
 
+@pytest.mark.slow
 def test_check_leads_with_the_verdict_and_its_causes_and_leaves_details_to_verbose(tmp_path):
     path = tmp_path / "01_wrong.cu"
     path.write_text(registry.step("01").source().replace("k < K;", "k < K - 1;"))

@@ -57,6 +57,7 @@ READS_OUTSIDE = {
 
 
 @pytest.mark.parametrize("name", READS_OUTSIDE)
+@pytest.mark.slow
 def test_a_read_outside_whose_value_is_never_used_fails_and_says_where(name):
     kernel, where, hint = READS_OUTSIDE[name]
     report = check(kernel, shapes=SMALL)
@@ -66,6 +67,7 @@ def test_a_read_outside_whose_value_is_never_used_fails_and_says_where(name):
     assert hint in text, text
 
 
+@pytest.mark.slow
 def test_load_guards_on_threadidx_fail_naming_the_access():
     report = check(GUARD_ON_THREADIDX, shapes=SMALL)
     assert not report.ok, str(report)
@@ -108,6 +110,7 @@ def test_the_translation_names_the_learners_file():
     assert '#line 1 "03_smem_tiling.cu"' in translated
 
 
+@pytest.mark.slow
 def test_a_misaligned_float4_read_through_a_raw_pointer_names_the_matrix():
     spec = planted_all(
         "06",
@@ -205,6 +208,7 @@ def test_a_kernel_in_the_published_style_runs():
     assert report.ok, str(report)
 
 
+@pytest.mark.slow
 def test_a_failed_assert_names_the_line():
     report = check(published(PUBLISHED_STYLE.replace("TILE);", "TILE + 1);")), shapes=SMALL[:1])
     assert "failed assert(blockDim.x == 16 + 1), at published.cu:" in messages(report), str(report)
@@ -217,6 +221,7 @@ def test_a_failed_assert_names_the_line():
     [RACES["missing first __syncthreads"], HALF_A_TILE],
     ids=["missing first __syncthreads", "half the A tile loaded"],
 )
+@pytest.mark.slow
 def test_a_read_of_unwritten_shared_memory_is_named_as_such_not_as_bounds(spec):
     report = check(spec, shapes=SMALL)
     assert not report.ok, str(report)
@@ -230,6 +235,7 @@ def test_a_read_of_unwritten_shared_memory_is_named_as_such_not_as_bounds(spec):
     assert "outside A or B" not in text and "check the bounds" not in text, text
 
 
+@pytest.mark.slow
 def test_nan_from_unwritten_shared_memory_is_not_blamed_on_bounds():
     # Shared memory reached through a pointer is not checked element by element;
     # its NaN bits still tell the checker where the NaN in C came from.
@@ -249,6 +255,7 @@ def RACES_WITHOUT_FIRST_BARRIER(spec):
     return replace(spec, source=spec.source.replace(old, "// the tiles are complete"))
 
 
+@pytest.mark.slow
 def test_an_access_through_a_raw_pointer_into_a_is_checked_against_a():
     # &A[i] is a plain pointer; __ldg and a pointer declared from it are still checked.
     spec = planted_all(
@@ -276,6 +283,7 @@ def test_a_sum_that_never_reaches_c_is_one_cause_that_says_so(step, old):
     assert len(causes) == 1 and "without alpha*A*B" in str(causes[0]), str(report)
 
 
+@pytest.mark.slow
 def test_a_row_of_one_value_is_no_sign_of_an_exchanged_thread_index():
     # Each product lacks its B factor: on C of 1 x 300 every column holds the row's sum
     # of A, one value a tile, which is no sign of threadIdx.x and threadIdx.y exchanged.
@@ -333,6 +341,7 @@ LOADS_IN_A_FUNCTION = (
 )  # fmt: skip
 
 
+@pytest.mark.slow
 def test_tiles_loaded_by_a_function_taking_arrays_run_and_are_checked():
     assert check(planted_all("03", *LOADS_IN_A_FUNCTION), shapes=SMALL).ok
     # The tiles read before they are loaded: seen though their type is a template's T.
@@ -362,6 +371,7 @@ def test_a_transposed_result_is_recognised(backend):
         assert case.message.startswith("C looks transposed: element (i, j) holds the value"), case
 
 
+@pytest.mark.slow
 def test_a_tile_larger_than_a_block_covers_is_named_beside_the_unwritten_elements():
     from autograder.run.kernel import from_source
 
@@ -427,6 +437,7 @@ def test_on_a_gpu_too_a_kernel_off_the_contract_is_told_the_contract():
         judge.check(spec, shapes=SMALL[:1], backend="gpu")
 
 
+@pytest.mark.slow
 def test_a_race_is_not_blamed_on_the_index_formula():
     report = check(RACES["missing second __syncthreads"], shapes=SMALL)
     text = str(report)

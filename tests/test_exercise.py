@@ -78,6 +78,7 @@ def test_gflops_check_names_the_formula():
         exercise.assert_gflops(lambda M, N, K, s: M * N * K / s / 1e9)
 
 
+@pytest.mark.slow
 def test_in_a_notebook_a_fault_and_a_compile_error_name_the_line_of_the_writefile_cell(
     tmp_path, monkeypatch, capsys
 ):

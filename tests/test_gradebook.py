@@ -138,6 +138,7 @@ def test_a_run_that_finds_no_submissions_exits_2_and_touches_nothing(
     assert files(tmp_path) == before
 
 
+@pytest.mark.slow
 def test_a_class_graded_as_another_step_is_refused_naming_its_step(tmp_path):
     """The planted class of step 05 in every layout, graded as step 04 by mistake: each
     would score zero ("defines no __global__ kernel 'sgemm_blocktiling_1d'"). Refused

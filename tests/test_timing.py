@@ -45,6 +45,7 @@ def test_honest_kernel_gets_every_timed_launch_counted():
 
 
 @pytest.mark.parametrize("cheat", cheats(*SIZE), ids=str)
+@pytest.mark.slow
 def test_a_cheat_scores_no_speed_and_is_told_its_output_was_wrong(cheat):
     outcome = timed_on_cpu(cheats(*SIZE)[cheat])
     (results,) = outcome.measurements
@@ -54,6 +55,7 @@ def test_a_cheat_scores_no_speed_and_is_told_its_output_was_wrong(cheat):
 
 
 @pytest.mark.parametrize("cheat", precision_cheats(*PRECISION_SIZE), ids=str)
+@pytest.mark.slow
 def test_a_cheat_that_rounds_its_inputs_scores_no_speed_for_not_being_fp32_exact(cheat):
     outcome = timed_on_cpu(precision_cheats(*PRECISION_SIZE)[cheat], PRECISION_SIZE)
     (results,) = outcome.measurements
@@ -62,6 +64,7 @@ def test_a_cheat_that_rounds_its_inputs_scores_no_speed_for_not_being_fp32_exact
     assert not speed.passed and WRONG_WHEN_TIMED in speed.message, speed.message
 
 
+@pytest.mark.slow
 def test_three_tf32_has_no_timed_launch_rejected_nor_has_the_reference_beside_it():
     """It multiplies TF32 parts only, yet sums them to FP32 accuracy: it is honest.
     (The reference, timed beside every cheat above too, is step 05 itself.)"""
@@ -76,6 +79,7 @@ def test_three_tf32_passes_the_checker_where_a_kernel_must_before_it_is_timed():
     assert report.ok, str(report)
 
 
+@pytest.mark.slow
 def test_every_cheat_is_right_where_the_checker_looks():
     """They pass the correctness suites: only verifying the timed launches catches them."""
     every = {**cheats(*SIZE), **precision_cheats(*PRECISION_SIZE)}
@@ -85,6 +89,7 @@ def test_every_cheat_is_right_where_the_checker_looks():
 
 
 @pytest.mark.parametrize("kernel", misbehaving_when_timed(*SIZE), ids=str)
+@pytest.mark.slow
 def test_a_kernel_that_misbehaves_only_when_timed_costs_only_its_speed_points(kernel):
     """Checked, then timed, then checked again (as grading runs the suites around the
     timing): whatever happens in the timed launches, every case after them runs and
