@@ -638,3 +638,22 @@ __global__ void f(const float *A, const float *B, int K, int N) {
 """
     found = [" ".join(e.text.split()) for e in twins.repairs(Kernel.parse(text)) if e.line == 6]
     assert found == ["As [ ( a_row + i ) * BK + a_col ] = A [ ( a_row + i ) * K + a_col ] ;"]
+
+
+def test_a_twin_never_subscripts_a_number():
+    # b's value aligned with a's puts a's indices after k_i, a number: no repair reads
+    # so (one did, on Lei Mao's kernel, and its build lost every repair of the kernel).
+    from autograder.judge import twins
+    from autograder.judge.scopes import Kernel
+
+    text = """
+__global__ void f(float *C) {
+    __shared__ float T[4][4];
+    int r = threadIdx.y, c = threadIdx.x, k_i = 0;
+    float a{T[r][c]};
+    float b{k_i};
+    C[0] = a + b;
+}
+"""
+    found = [" ".join(e.text.split()) for e in twins.repairs(Kernel.parse(text))]
+    assert not [t for t in found if "k_i [" in t], found

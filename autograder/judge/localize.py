@@ -206,7 +206,7 @@ def build(spec: KernelSpec, hints: Hints) -> Built:
     """Build the diagnostic library and the one holding the repairs, side by side (each
     is one compiler process). A repair the compiler refuses (the rules read types from
     declarations only) is left out with the others on its line (twins', alone, first),
-    and that library built again. Raises UnsupportedOnCpu, NoCompiler or CompileError."""
+    and that library built again; after four tries, without any twin. Raises UnsupportedOnCpu, NoCompiler or CompileError."""
     text = cpu.preprocessed(spec)
     source = Source.parse(text)
     every = edits.repairs(text) + twins.repairs(Kernel.parse(text)) + _from_the_step(spec, text)
@@ -214,7 +214,9 @@ def build(spec: KernelSpec, hints: Hints) -> Built:
     with ThreadPoolExecutor(1) as pool:
         # The kernel as written, each loop's turns counted (a schema of no repairs).
         diagnose = pool.submit(cpu.build, spec, "diagnose", schema(source, [])[0])
-        for _ in range(5):
+        for attempt in range(6):
+            if attempt == 4:  # the errors named no twin's line: without any twin, as before
+                repairs = [r for r in repairs if r.operator != twins.OPERATOR]
             schematized, candidates = schema(source, repairs)
             try:
                 variants = cpu.build(spec, "variants", source=schematized)
@@ -224,12 +226,18 @@ def build(spec: KernelSpec, hints: Hints) -> Built:
                 bad = {int(n) for n in lines}
                 if not bad:
                     raise
-                # A twin's names are read from the tree, not checked as the compiler does:
-                # where one is there, it goes first, and the rules' repairs stay.
-                twins_there = [r for r in repairs if r.line in bad and r.operator == twins.OPERATOR]
-                repairs = [r for r in repairs if r not in twins_there] if twins_there else [
-                    r for r in repairs if r.line not in bad]  # fmt: skip
+                # A repair is there when any line it replaces is (a twin's value may begin
+                # a line above the error). A twin's names are read from the tree, not
+                # checked as the compiler does: where one is there, it goes first, and
+                # the rules' repairs stay.
+                there = [r for r in repairs if bad & set(range(r.line, _last_line(r) + 1))]
+                twins_there = [r for r in there if r.operator == twins.OPERATOR]
+                repairs = [r for r in repairs if r not in (twins_there or there)]
     raise cpu.UnsupportedOnCpu("the kernel's repairs would not compile together")
+
+
+def _last_line(edit: edits.Edit) -> int:
+    return edit.line + edit.before.count("\n")
 
 
 @dataclass

@@ -125,13 +125,17 @@ def _grafted(k: Kernel, s, my_tokens: list, their_tokens: list) -> list[str] | N
             continue  # what pairs is a name with a name (an operator is kept as written)
         if names.setdefault(token, mine_token) != mine_token:
             return None  # one name of the twin's read as two of the statement's
-    visible = {sym.name for sym in k.visible(s)} | set(mine)
+    symbols = k.visible(s)
+    visible = {sym.name for sym in symbols} | set(mine)
+    scalars = {sym.name for sym in symbols if sym.kind in ("int", "float", "bool")}
     parts = _part_pairs(names)
     out = []
     for (token, scoped, _), mine_token in zip(their_tokens, mapped):
         if mine_token is not None:
             out.append(mine_token)
             continue
+        if token == "[" and out and out[-1] in scalars:
+            return None  # the twin's array where the statement has a number (k_i[...])
         name = names.get(token) or _renamed(token, parts, visible)  # in the statement's names
         if scoped and name not in visible:
             return None
