@@ -1,7 +1,6 @@
-"""The course's public home: one command sets its repository and release; _config.yml,
-every notebook's Colab badge and chapter link, and every setup cell agree on both; and a
-setup cell that cannot find or fetch the course says what to do in one sentence, with no
-traceback, where the URL is still a placeholder and where the fetch fails (offline)."""
+"""The course's public home: one command sets its repository and release; _config.yml and
+every notebook's Colab badge and chapter link agree on both, and while the URL is still
+the placeholder no notebook links to it (a link would lead nowhere)."""
 
 import shutil
 import subprocess
@@ -18,22 +17,20 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def disagreements(nb, name: str, home: Repository) -> list[str]:
-    """Where a notebook's badge, chapter link or setup cell names another home."""
-    cells = {c.metadata["nbgrader"]["grade_id"]: c.source for c in nb.cells}
+    """Where a notebook's badge or chapter link names another home, or links to the
+    placeholder."""
+    intro = next(c.source for c in nb.cells if c.metadata["nbgrader"]["grade_id"] == "intro")
     chapter = next(a.chapter for a in ASSIGNMENTS if a.name == name)
-    wanted = {
-        "intro": [f"({home.colab_url(name)})", f"({home.file_url(chapter + '.md')})"],
-        "setup": [f'COURSE, RELEASE = "{home.url}", "{home.release}"\n'],
-    }
-    return [
-        f"{name}: its {cell} cell lacks {text}"
-        for cell, texts in wanted.items()
-        for text in texts
-        if text not in cells[cell]
+    if home.placeholder:
+        wanted, unwanted = [], [repository.PLACEHOLDER.removeprefix("https://github.com/")]
+    else:
+        wanted, unwanted = [f"({home.colab_url(name)})", f"({home.file_url(chapter + '.md')})"], []
+    return [f"{name}: its intro lacks {text}" for text in wanted if text not in intro] + [
+        f"{name}: its intro links to {text}" for text in unwanted if text in intro
     ]
 
 
-def test_config_badges_chapter_links_and_setup_cells_agree():
+def test_config_badges_and_chapter_links_agree():
     import nbformat
 
     home = repository.read()
@@ -84,44 +81,3 @@ def test_the_command_refuses_what_colab_or_git_could_not_open_and_changes_nothin
     )
     assert result.returncode == 2 and message in result.stderr, result.stdout + result.stderr
     assert repository.CONFIG.read_bytes() == before
-
-
-def run_setup_cells(homes: list[Repository], folder: Path):
-    """Each home's setup cell run in a Jupyter kernel, in folder, where the course cannot
-    be imported: the traceback field of each cell's error (what Jupyter shows)."""
-    nbformat = pytest.importorskip("nbformat")
-    nbclient = pytest.importorskip("nbclient")
-    hide = nbformat.v4.new_code_cell('import sys\nsys.modules["autograder"] = None')
-    cells = [nbformat.v4.new_code_cell(repository.setup_cell(home, "01")) for home in homes]
-    nb = nbformat.v4.new_notebook(cells=[hide, *cells])
-    nbclient.NotebookClient(
-        nb, timeout=120, kernel_name="python3", allow_errors=True,
-        resources={"metadata": {"path": str(folder)}},
-    ).execute()  # fmt: skip
-    return [[o for o in c.outputs if o.output_type == "error"] for c in cells]
-
-
-def test_a_setup_cell_that_cannot_find_or_fetch_the_course_says_what_to_do_in_one_sentence(
-    tmp_path,
-):
-    placeholder = Repository(repository.PLACEHOLDER, "main")
-    offline = Repository("https://127.0.0.1:9/uni/sgemm", "v2.0")  # nothing listens there
-    said = {}
-    for home, errors in zip(
-        (placeholder, offline), run_setup_cells([placeholder, offline], tmp_path), strict=True
-    ):
-        assert [e.ename for e in errors] == ["SetupFailed"]
-        (sentence,) = errors[0].traceback  # the sentence alone, no traceback
-        assert "on Colab, " in sentence and "; on your own machine, " in sentence, sentence
-        assert sentence.endswith(".") and sentence.count(". ") == 0, sentence
-        said[home] = sentence
-    assert said[placeholder].startswith(
-        "The course's autograder is not installed here, and this notebook cannot fetch it "
-        f"(its repository, {repository.PLACEHOLDER}, is a placeholder): on Colab, open the "
-        "notebook from the Open in Colab link your course gives you"
-    )
-    assert said[offline].startswith(
-        f"Could not fetch the course from {offline.url} at v2.0 (fatal: unable to access"
-    )
-    assert "check your internet connection and run this cell again" in said[offline]
-    assert not (tmp_path / "sgemm-course").exists()  # the next run fetches again

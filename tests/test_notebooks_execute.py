@@ -1,5 +1,5 @@
-"""Every exercise notebook runs top to bottom as a learner would run it (here:
-no GPU, so the CPU backend): the setup cell, the check cell; untouched stubs
+"""Every exercise notebook runs top to bottom as a learner would run it, copied alone into
+an empty folder (here: no GPU, so the CPU backend): the setup cell, the check cell; untouched stubs
 say "not implemented yet"; solutions pass every correctness test, and run
 headless without an error (the speed test scores zero and says why, on
 stderr, as nbgrader counts a failure), so `jupyter nbconvert --execute`
@@ -11,6 +11,7 @@ The explorer cell is tagged skip-execution (see notebooks._explorer_cell), so
 each explorer widget is built here directly instead.
 """
 
+import functools
 import os
 import shutil
 import subprocess
@@ -50,11 +51,27 @@ def errors(nb, grade_id: str) -> list:
     return errors_in(next(c for c in nb.cells if c.metadata["nbgrader"]["grade_id"] == grade_id))
 
 
+# A notebook's kernel as a learner's: without the PYTHONPATH that lets these tests import
+# the checkout. Where the course is installed (requirements.txt: `-e .`) the setup cell
+# imports it; where it is not (the Colab-like run of .ci/run), it unpacks its own copy.
+ALONE = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+
+
+@functools.cache
+def course_installed() -> bool:
+    """Whether a learner's kernel here imports the course without the copy it carries."""
+    found = subprocess.run(
+        [sys.executable, "-c", "import autograder"], env=ALONE, cwd="/", capture_output=True
+    )
+    return found.returncode == 0
+
+
 def run(folder: str, name: str, tmp_path):
-    """Execute a copy (the check cells write kernel files next to the notebook)."""
+    """Execute a copy alone in an empty folder outside the repository (the check cells
+    write kernel files next to the notebook)."""
     copy = tmp_path / f"{name}.ipynb"
     copy.write_text((ROOT / folder / name / f"{name}.ipynb").read_text())
-    return execute_and_score(copy)
+    return execute_and_score(copy, env=ALONE)
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -140,3 +157,47 @@ def test_headless_execution_exits_0_for_right_work_without_a_gpu_and_1_for_a_stu
     if status == 0:
         speed = cell_text(nbformat.read(copy, as_version=4), "test_fast_enough")
         assert "the performance test needs a GPU" in speed and "it scores zero here" in speed
+
+
+def test_a_notebook_alone_unpacks_the_course_it_carries_once(tmp_path):
+    """Where the course is not installed (Colab, a downloaded notebook), the setup cell
+    unpacks the copy it carries beside the notebook and installs what is missing; run
+    again in a new kernel, it finds both there and does neither again."""
+    if course_installed():
+        pytest.skip("the course is installed in this environment: .ci/run runs this test in "
+                    "the Colab-like one, where it is not")
+    for run_number in (1, 2):
+        nb, _ = run("exercises", "03_smem_tiling", tmp_path)
+        assert not errors(nb, "setup"), cell_text(nb, "setup")
+        assert "not implemented yet" in cell_text(nb, "check")
+        (home,) = tmp_path.glob("sgemm-course-*")
+        if run_number == 1:
+            unpacked = home.stat().st_mtime_ns
+        else:
+            assert home.stat().st_mtime_ns == unpacked and "Installing" not in cell_text(nb, "setup")
+        setup = next(c for c in nb.cells if c.metadata["nbgrader"]["grade_id"] == "setup")
+        timing = setup.metadata.get("execution", {})
+        print(f"run {run_number}: setup cell from {timing.get('iopub.execute_input')} to "
+              f"{timing.get('shell.execute_reply')}: {cell_text(nb, 'setup').strip()}")
+
+
+def test_a_damaged_copy_of_the_course_says_so_in_one_sentence(tmp_path):
+    """A notebook whose carried course was changed (a bad download, an edit) unpacks
+    nothing and says what to do."""
+    if course_installed():
+        pytest.skip("the course is installed in this environment: .ci/run runs this test in "
+                    "the Colab-like one, where it is not")
+    name = "01_naive"
+    nb = nbformat.read(ROOT / "exercises" / name / f"{name}.ipynb", as_version=4)
+    setup = next(c for c in nb.cells if c.metadata["nbgrader"]["grade_id"] == "setup")
+    at = setup.source.index('    "', setup.source.index("COURSE = (")) + 10
+    setup.source = setup.source[:at] + ("0" if setup.source[at] != "0" else "1") + setup.source[at + 1 :]
+    copy = tmp_path / f"{name}.ipynb"
+    nbformat.write(nb, copy)
+    nb, _ = execute_and_score(copy, env=ALONE)
+    (error,) = errors(nb, "setup")
+    assert error.traceback == [
+        "This notebook's copy of the course is damaged (its checksum differs): download the "
+        "notebook again, or on Colab open it again from its link."
+    ]
+    assert list(tmp_path.glob("sgemm-course-*")) == []

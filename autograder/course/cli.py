@@ -369,8 +369,8 @@ def _parser() -> argparse.ArgumentParser:
         description="Build solutions/ from kernels/ and autograder/course/assignments.py, then "
         "exercises/ with nbgrader generate_assignment. Needs nbgrader. With --repository "
         "and --release, first set the course's public home in _config.yml: every notebook's "
-        "Open in Colab badge, chapter link and setup cell (which fetches the course where it "
-        "is not installed, as on Colab) then point at that release.",
+        "Open in Colab badge and chapter link then point at that release. (A notebook runs "
+        "without them: its setup cell carries the course.)",
     )
     n.add_argument(
         "--check",

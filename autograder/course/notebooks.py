@@ -12,7 +12,6 @@ assignment's entry in assignments.py.
 
 from __future__ import annotations
 
-import filecmp
 import re
 import shutil
 import subprocess
@@ -22,7 +21,7 @@ from pathlib import Path
 
 from ..grade import rubric
 from ..ladder.registry import KERNEL_DIR, step
-from . import repository
+from . import carried, repository
 from .assignments import ASSIGNMENTS, Assignment
 
 ROOT = KERNEL_DIR.parent
@@ -77,22 +76,13 @@ def _test(nbformat, grade_id: str, points: int, comment: str, code: str, hidden=
 def notebook(a: Assignment, home: repository.Repository):
     import nbformat
 
-    colab = home.colab_url(a.name)
-    chapter = home.file_url(f"{a.chapter}.md")
     hints = "\n\n".join(
         f"<details><summary>Hint {i}</summary>\n\n{h}\n\n</details>"
         for i, h in enumerate(a.hints, 1)
     )
     cells = [
-        _cell(
-            nbformat,
-            "markdown",
-            f"# {a.step} · {a.title}\n\n[![Open In Colab](https://colab.research.google.com/"
-            f"assets/colab-badge.svg)]({colab})  ·  the chapter: [{a.title}]({chapter})\n\n"
-            f"{a.idea}",
-            "intro",
-        ),
-        _cell(nbformat, "code", repository.setup_cell(home, a.step), "setup"),
+        _cell(nbformat, "markdown", f"# {a.step} · {a.title}\n\n{_links(a, home)}{a.idea}", "intro"),
+        _setup_cell(nbformat, a),
         _cell(nbformat, "markdown", f"## Your code\n\n{a.task}", "task"),
     ]
     python = not step(a.step).is_cuda
@@ -109,6 +99,29 @@ def notebook(a: Assignment, home: repository.Repository):
         "language_info": {"name": "python"},
     }
     return nb
+
+
+def _links(a: Assignment, home: repository.Repository) -> str:
+    """The notebook's Colab badge and its chapter's link, where the course is published:
+    while its URL is the placeholder they would lead nowhere, and the chapter is named."""
+    if home.placeholder:
+        return f"The chapter: *{a.title}*, in the course's book.\n\n"
+    badge = "https://colab.research.google.com/assets/colab-badge.svg"
+    chapter = home.file_url(f"{a.chapter}.md")
+    return (
+        f"[![Open In Colab]({badge})]({home.colab_url(a.name)})  ·  "
+        f"the chapter: [{a.title}]({chapter})\n\n"
+    )
+
+
+def _setup_cell(nbformat, a: Assignment):
+    """The setup cell, carrying the course (carried.py). Colab shows it as a form, its
+    title alone (cellView), and JupyterLab with its code folded (source_hidden): the
+    archive it holds is some 4,000 lines of a learner's scrolling."""
+    cell = _cell(nbformat, "code", carried.setup_cell(a.step), "setup")
+    cell.metadata["cellView"] = "form"
+    cell.metadata["jupyter"] = {"source_hidden": True}
+    return cell
 
 
 def _explorer_cell(nbformat, a: Assignment):
@@ -275,7 +288,7 @@ def differences(root: Path = ROOT) -> list[str]:
         for top in ("solutions", "exercises"):
             for path in sorted((fresh / top).rglob("*.ipynb")):
                 committed = root / path.relative_to(fresh)
-                if not committed.exists() or not filecmp.cmp(path, committed, shallow=False):
+                if not committed.exists() or _comparable(path) != _comparable(committed):
                     found.append(str(committed.relative_to(root)))
             for path in sorted((root / top).rglob("*.ipynb")):
                 if not (fresh / path.relative_to(root)).exists():
@@ -283,10 +296,23 @@ def differences(root: Path = ROOT) -> list[str]:
     return found
 
 
-def execute_and_score(path: Path, timeout_s: int = 900):
-    """Run a notebook top to bottom (nbclient, errors allowed) and grade it as nbgrader would:
-    a grade cell earns its points when it neither raises nor writes to stderr. Returns the
-    executed notebook and {grade_id: (earned, points, error and stderr text, or "")}."""
+def _comparable(path: Path) -> str:
+    """A notebook's text with its setup cell's archive as the digest of the files it
+    holds (carried.comparable): zlib's bytes may differ from one machine to another."""
+    import nbformat
+
+    nb = nbformat.read(path, as_version=4)
+    for cell in nb.cells:
+        if cell.metadata.get("nbgrader", {}).get("grade_id") == "setup":
+            cell.source = carried.comparable(cell.source)
+    return nbformat.writes(nb)
+
+
+def execute_and_score(path: Path, timeout_s: int = 900, env: dict | None = None):
+    """Run a notebook top to bottom (nbclient, errors allowed; its kernel in env, else in
+    this process's environment) and grade it as nbgrader would: a grade cell earns its
+    points when it neither raises nor writes to stderr. Returns the executed notebook and
+    {grade_id: (earned, points, error and stderr text, or "")}."""
     import nbformat
     from nbclient import NotebookClient
 
@@ -297,7 +323,7 @@ def execute_and_score(path: Path, timeout_s: int = 900):
         kernel_name="python3",
         allow_errors=True,
         resources={"metadata": {"path": str(Path(path).parent)}},
-    ).execute()
+    ).execute(**({"env": env} if env is not None else {}))
     scores = {}
     for cell in nb.cells:
         meta = cell.metadata.get("nbgrader", {})
