@@ -27,8 +27,16 @@ def test_readme_tables_are_what_the_committed_data_renders(kind):
         assert shown == expected, f"the README's block for {path} should read:\n{expected}"
 
 
-def test_readme_test_command_is_the_one_ci_runs():
+def test_readme_commands_are_the_ones_ci_runs():
+    """CI sets up what the README's first command installs, adds what its test command
+    installs, and runs its pytest command."""
     readme = (ROOT / "README.md").read_text()
-    command = re.search(r"\. \.venv/bin/activate && (python -m pytest[^\n]*)\n", readme)
-    assert command, "the README gives no test command after activating .venv"
-    assert f"\n{command.group(1)}\n" in (ROOT / ".ci" / "run").read_text()
+    ci = (ROOT / ".ci" / "run").read_text()
+    first = re.search(r"\. \.venv/bin/activate && pip install -r (\S+) && python -m autograder", readme)
+    tests = re.search(
+        r"\. \.venv/bin/activate && pip install -r (\S+) && (python -m pytest[^\n]*)\n", readme
+    )
+    assert first and tests, "the README gives no setup command, or no test command after it"
+    assert f"\nvenv .venv {first.group(1)}\n" in ci
+    assert f"\npython -m pip install --quiet -r {tests.group(1)}\n" in ci
+    assert f"\n{tests.group(2)}\n" in ci

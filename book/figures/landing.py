@@ -206,8 +206,9 @@ def exercise_list(home: repository.Repository | None = None) -> Markdown:
     lines = []
     if home.placeholder:
         lines.append(
-            "The Colab badges appear once the course is published: until then, download a "
-            "notebook and open it in a clone of the course.\n"
+            "Download a notebook and open it in Colab (File > Upload notebook) or in your "
+            "own Jupyter: it carries the course's checker and installs it itself. The "
+            "Open in Colab badges appear once the course is published.\n"
         )
     for step, a in exercises():
         where = _runs_on(step)
@@ -234,7 +235,8 @@ def exercise(step_id: str, home: repository.Repository | None = None) -> Markdow
     )
     colab = _colab(a, home or repository.read())
     return Markdown(
-        f"**Exercise.** Notebook `exercises/{a.name}/{a.name}.ipynb`: write the part of the "
-        f"kernel this chapter is about, check it on odd shapes, and see it graded.{elsewhere} "
-        f"{colab}".strip()
+        f"**Exercise.** The notebook {{download}}`{a.name}.ipynb <../exercises/{a.name}/"
+        f"{a.name}.ipynb>` (it runs alone, on Colab or in your own Jupyter): write the part of "
+        f"the kernel this chapter is about, check it on odd shapes, and see it graded."
+        f"{elsewhere} {colab}".strip()
     )
