@@ -485,7 +485,7 @@ def _bench(args) -> int:
     from ..run.kernel import KernelSpec
 
     if (args.sweep or args.outside) and args.sizes:
-        raise ValueError("give --sweep or --outside, or --sizes, not both")
+        raise ValueError("give --sweep or --sizes, not both (--outside is shapes of its own too)")
     if args.ablation and (args.sweep or args.outside or len(args.steps) > 1):
         raise ValueError("--ablation times one step's variants: give at most one STEP, no --sweep")
     shaped = args.sweep or args.outside

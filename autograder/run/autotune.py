@@ -324,6 +324,13 @@ def gpu_timer(gemms: Mapping[str, Callable], reduce: Callable) -> TimePlan:
     arrays: dict[tuple[int, int, int], tuple] = {}
 
     def time_plan(shape: tuple[int, int, int], plan: Plan) -> float:
+        try:
+            return timed(shape, plan)
+        except cupy.cuda.memory.OutOfMemoryError:  # a sample shape too large for this GPU
+            arrays.clear()
+            return math.inf
+
+    def timed(shape: tuple[int, int, int], plan: Plan) -> float:
         if shape not in arrays:
             arrays.clear()  # one shape's matrices at a time
             M, N, K = shape
