@@ -163,9 +163,13 @@ def software_versions() -> dict[str, str]:
 
     driver = cupy.cuda.runtime.driverGetVersion()
     info = device_info()
+    try:
+        nvrtc = compiler.nvrtc_version()
+    except Exception:  # no cuda-bindings: the NVRTC CuPy compiles with
+        nvrtc = "%d.%d" % cupy.cuda.nvrtc.getVersion()
     return {
         "driver": f"{driver // 1000}.{driver % 1000 // 10}",
         "cuda": info.cuda,
-        "nvrtc": compiler.nvrtc_version(),
+        "nvrtc": nvrtc,
         "cupy": info.cupy,
     }
