@@ -327,3 +327,29 @@ def test_chapter_13s_words_hold_for_the_committed_accuracy_run():
     assert share(tiny, step13) < 1.5 * share("standard normal", step13)  # subnormals kept
     assert math.isnan(rows[top, step13].max_e) and math.isnan(rows[top, "cuBLAS, TF32"].max_e)
     assert not math.isnan(rows[top, "12_wgmma_tf32 (TF32)"].max_e)  # truncation cannot overflow
+
+
+def test_the_shape_chapter_says_what_a_learners_gpu_gives_from_the_data_files(
+    monkeypatch, tmp_path
+):
+    """Per GPU measured: step 09 with its table, tuned on first use and untuned, each from
+    its own file; the first-use and untuned sweeps never mix into the sweep proper. A T4
+    gets computed plans only, and no speed."""
+    text = chapter(registry.step("09"))
+    assert "figures.learner_gpus()" in text and 'figures.predicted_plans("Tesla T4")' in text
+    source = registry.DATA_DIR / "sweep_h100_80gb_hbm3.csv"
+    for name in ("sweep_h100_80gb_hbm3.csv", "sweep_first_use_h200.csv"):
+        (tmp_path / name).write_text(
+            source.read_text().replace("NVIDIA H100 80GB HBM3", "NVIDIA H200")
+            if "h200" in name
+            else source.read_text()
+        )
+    monkeypatch.setattr(figures.dispatch, "DATA", tmp_path)
+    assert {r.gpu for r in figures.sweep_results()} == {"NVIDIA H100 80GB HBM3"}
+    table = figures.learner_gpus().data
+    assert "| NVIDIA H200 | tuned on first use |" in table
+    assert "`sweep_first_use_h200.csv`" in table
+    assert "| NVIDIA H100 80GB HBM3 | with its committed table |" in table
+    assert "untuned" not in table  # no file, no row
+    plans = figures.predicted_plans("Tesla T4").data
+    assert "%" not in plans and "256x128 tiles" in plans

@@ -11,7 +11,7 @@ from autograder import KernelSpec, judge
 from autograder.course import explorers
 from autograder.judge.checker import SMALL, Shape
 from autograder.ladder import registry
-from autograder.ladder.hardware import GPUS
+from autograder.ladder.hardware import GPUS, datasheet_device
 from autograder.measure import bench, tune_plans
 from autograder.run import by_shape, compiler, contract
 from autograder.run.by_shape import Bands, Plan, Table
@@ -209,9 +209,10 @@ def test_a_table_measured_for_other_shape_classes_is_refused():
         Table.from_json(json.dumps(data))
 
 
-def test_a_gpu_without_a_table_gets_the_rule_of_thumb():
-    choose = by_shape.chooser("A GPU nobody tuned on", T4)
-    assert choose(512, 512, 32768) == by_shape.rule_of_thumb(512, 512, 32768, T4)
+def test_a_gpu_without_a_table_gets_the_devices_own_arithmetic():
+    t4 = datasheet_device("Tesla T4")
+    choose = by_shape.chooser("A GPU nobody tuned on", t4)
+    assert choose(512, 512, 32768) == by_shape.device_rule(512, 512, 32768, t4)
 
 
 def test_graded_runs_split_every_shape_of_the_suite_in_two_to_four_layers():
@@ -256,15 +257,16 @@ def test_the_tuner_keeps_the_plan_best_across_its_class_and_right_at_every_shape
     assert all(t.cublas_gflops == 1000.0 for t in timings)
 
 
-def test_a_table_from_an_older_dispatcher_warns_and_falls_back_on_the_rule_of_thumb(
+def test_a_table_from_an_older_dispatcher_warns_and_falls_back_on_the_devices_arithmetic(
     tmp_path, monkeypatch
 ):
     monkeypatch.setattr(registry, "DATA_DIR", tmp_path)
     stale = json.loads(table({(0, 0, 1): Plan("128x128", 1)}).to_json()) | {"version": 1}
     by_shape.table_path("Old GPU").write_text(json.dumps(stale))
-    with pytest.warns(UserWarning, match="version 1.*rule of thumb"):
-        choose = by_shape.chooser("Old GPU", H100)
-    assert choose(128, 128, 128) == by_shape.rule_of_thumb(128, 128, 128, H100)
+    h100 = datasheet_device("H100 SXM")
+    with pytest.warns(UserWarning, match="version 1.*device's arithmetic"):
+        choose = by_shape.chooser("Old GPU", h100)
+    assert choose(128, 128, 128) == by_shape.device_rule(128, 128, 128, h100)
 
 
 def test_the_reduction_takes_its_own_contract_and_a_gemm_kernel_is_told_so():

@@ -169,6 +169,20 @@ def _parser() -> argparse.ArgumentParser:
         "prints each kernel's geometric mean and minimum %% of cuBLAS",
     )
     b.add_argument(
+        "--outside",
+        action="store_true",
+        help="time the shapes outside the sweep too (bench.OUTSIDE: skinny with M or N "
+        "under 128, K far longer than M and N, tiny K), with --sweep or alone",
+    )
+    b.add_argument(
+        "--first-use",
+        action="store_true",
+        help="step 09 as on a GPU nobody tuned on: this GPU's committed dispatch table set "
+        "aside, an empty tuning cache, the first-use tuning done before each shape's "
+        "samples and its seconds reported (with SGEMM_AUTOTUNE=0: the untuned rule); "
+        "into sweep_first_use_<gpu>.csv (sweep_untuned_<gpu>.csv) unless --csv",
+    )
+    b.add_argument(
         "--csv",
         type=Path,
         metavar="F",
@@ -467,18 +481,22 @@ def _check(args) -> int:
 
 def _bench(args) -> int:
     from ..measure import ablation, bench
+    from ..run import autotune
     from ..run.kernel import KernelSpec
 
-    if args.sweep and args.sizes:
-        raise ValueError("give --sweep or --sizes, not both")
-    if args.ablation and (args.sweep or len(args.steps) > 1):
+    if (args.sweep or args.outside) and args.sizes:
+        raise ValueError("give --sweep or --sizes, not both (--outside is shapes of its own too)")
+    if args.ablation and (args.sweep or args.outside or len(args.steps) > 1):
         raise ValueError("--ablation times one step's variants: give at most one STEP, no --sweep")
+    shaped = args.sweep or args.outside
     steps = [registry.step(s) for s in args.steps] or (
-        [registry.STEPS[-1]] if args.sweep else list(registry.STEPS)
+        [registry.STEPS[-1]] if shaped else list(registry.STEPS)
     )
+    if args.first_use and not any(s.contract == "reduce" for s in steps):
+        raise ValueError("--first-use is step 09's: give 09 among the STEPs")
     sizes = (
-        bench.sweep_sizes()
-        if args.sweep
+        (bench.sweep_sizes() if args.sweep else []) + (bench.outside_sizes() if args.outside else [])
+        if shaped
         else args.sizes or (ablation.SIZES if args.ablation else bench.DEFAULT_SIZES)
     )
     for s in sizes:
@@ -489,9 +507,19 @@ def _bench(args) -> int:
     else:
         specs = {s.name: KernelSpec.from_step(s) for s in steps}  # and a step with no kernel
     gpu.require("bench")
-    rows = bench.bench(specs, sizes)
-    print(bench.sweep_table(rows) if args.sweep else bench.table(rows))
-    kind = "sweep" if args.sweep else ablation.kind(ablated) if args.ablation else "bench"
+    if args.first_use:
+        first_use = bench.FirstUse({})
+        with bench.first_use_cache():
+            rows = bench.bench(specs, sizes, first_use=first_use)
+    else:
+        first_use, rows = None, bench.bench(specs, sizes)
+    print(bench.sweep_table(rows) if shaped else bench.table(rows))
+    if first_use is not None:
+        tuned = "" if autotune.enabled() else f" ({autotune.ENV}=0: untuned rule)"
+        print(f"{first_use}{tuned}")
+    kind = "sweep" if shaped else ablation.kind(ablated) if args.ablation else "bench"
+    if args.first_use:
+        kind += "_first_use" if autotune.enabled() else "_untuned"
     path = bench.write_csv(rows, args.csv or bench.default_csv_path(rows, kind))
     print(f"results merged into {path}")
     if args.plot:

@@ -325,7 +325,8 @@ def _target(work: Path) -> None:
 
     cupy.cuda.set_allocator(None)  # one allocation per array, which memcheck bounds exactly
     spec, shape = pickle.loads((work / "job.pickle").read_bytes())
-    launch = gpu_launcher(spec)  # with line numbers, as every GPU build (the checks' own)
+    # With line numbers, as every GPU build (the checks' own); never tuning under the tool.
+    launch = gpu_launcher(spec, tune=False)
     rng = np.random.default_rng(0)
     M, N, K = shape.M, shape.N, shape.K
     # A check's launch: beside other checks, never during a timing; the turn is taken

@@ -21,7 +21,7 @@ one SM at once, and which resource runs out first.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 KB = 1024
 WARP = 32
@@ -96,6 +96,7 @@ SMALLEST = "sm_75"
 GPUS = {
     "Tesla T4": {"sms": 40, "arch": "sm_75", "fp32_tflops": 8.1, "bandwidth_gbs": 320},
     "A100 (40 GB)": {"sms": 108, "arch": "sm_80", "fp32_tflops": 19.5, "bandwidth_gbs": 1555},
+    "L4": {"sms": 58, "arch": "sm_89", "fp32_tflops": 30.3, "bandwidth_gbs": 300},
     "H100 SXM": {"sms": 132, "arch": "sm_90", "fp32_tflops": 67.0, "bandwidth_gbs": 3350},
 }
 
@@ -109,6 +110,71 @@ def arch(name: str) -> Arch:
         known = ", ".join(ARCHS)
         raise KeyError(f"no limits known for {name!r}; the course knows {known}")
     return ARCHS[key]
+
+
+@dataclass(frozen=True)
+class Device:
+    """One GPU as the dispatcher of step 09 sees it before timing anything: its SMs, and
+    what each holds (run.gpu.device_limits reads them from the device; `device` makes
+    one from the table above, for a GPU that is not here)."""
+
+    name: str
+    arch: str  # 'sm_75'
+    sms: int
+    shared_per_sm: int  # bytes
+    shared_per_block_optin: int
+    registers_per_sm: int
+    max_threads_per_sm: int
+    max_blocks_per_sm: int
+    fp32_lanes_per_sm: int  # FMAs an SM issues per clock
+    clock_mhz: float
+    bandwidth_gbs: float  # device memory
+
+    def limits(self) -> Arch:
+        """The architecture's limits, with this device's own figures where it has them."""
+        return replace(
+            arch(self.arch),
+            registers_per_sm=self.registers_per_sm,
+            max_warps_per_sm=self.max_threads_per_sm // WARP,
+            max_blocks_per_sm=self.max_blocks_per_sm,
+            shared_per_sm=self.shared_per_sm,
+            shared_per_block_optin=self.shared_per_block_optin,
+        )
+
+
+# FP32 lanes per SM (CUDA C++ Programming Guide, arithmetic instructions' throughput):
+# 64 on 7.5 and 8.0, 128 on 8.6, 8.9 and 9.0.
+FP32_LANES = {"sm_75": 64, "sm_80": 64, "sm_86": 128, "sm_89": 128, "sm_90": 128}
+
+
+def device(
+    arch_name: str, sms: int, clock_mhz: float, bandwidth_gbs: float, name: str = ""
+) -> Device:
+    """A GPU of this architecture with this many SMs, with the architecture's limits
+    (the Programming Guide's table above): for GPUs the course talks about but does
+    not have (a T4, an A100, an L4), in tests and the book."""
+    a = arch(arch_name)
+    return Device(
+        name or a.name,
+        a.name,
+        sms,
+        a.shared_per_sm,
+        a.shared_per_block_optin,
+        a.registers_per_sm,
+        a.max_threads_per_sm,
+        a.max_blocks_per_sm,
+        FP32_LANES[a.name],
+        clock_mhz,
+        bandwidth_gbs,
+    )
+
+
+def datasheet_device(gpu_name: str) -> Device:
+    """A GPU of GPUS as `device` makes it, its clock the one its FP32 peak is quoted at."""
+    g = GPUS[gpu_name]
+    lanes = FP32_LANES[g["arch"]]
+    clock_mhz = g["fp32_tflops"] * 1e6 / (g["sms"] * lanes * 2)
+    return device(g["arch"], g["sms"], clock_mhz, g["bandwidth_gbs"], gpu_name)
 
 
 def _round_up(x: int, unit: int) -> int:
@@ -167,11 +233,12 @@ class Occupancy:
         )
 
 
-def occupancy(arch_name: str, threads: int, registers: int, shared_bytes: int = 0) -> Occupancy:
+def occupancy(arch_name: str | Arch, threads: int, registers: int, shared_bytes: int = 0) -> Occupancy:
     """Theoretical occupancy of blocks of `threads` threads using `registers` per
     thread and `shared_bytes` of shared memory (static and dynamic together), with
-    the largest shared-memory carveout, as the occupancy calculator counts it."""
-    a = arch(arch_name)
+    the largest shared-memory carveout, as the occupancy calculator counts it.
+    arch_name may be an Arch itself (Device.limits: one GPU's own figures)."""
+    a = arch_name if isinstance(arch_name, Arch) else arch(arch_name)
     warps = -(-threads // WARP)
     # Warps: the SM's warp slots; none if the block is larger than a block may be.
     by_warps = a.max_warps_per_sm // warps if threads <= a.max_threads_per_block else 0
@@ -207,7 +274,7 @@ def occupancy(arch_name: str, threads: int, registers: int, shared_bytes: int = 
 
 
 def launch_problems(
-    arch_name: str,
+    arch_name: str | Arch,
     threads: int,
     registers: int | None = None,
     static_shared: int = 0,
@@ -216,8 +283,9 @@ def launch_problems(
 ) -> list[str]:
     """Why a block of this kind cannot be launched on `arch_name`, in words; empty
     when it can. `registers_floor`: the count is a lower bound (the tuner's estimate
-    before compiling), and the messages say 'at least'."""
-    a = arch(arch_name)
+    before compiling), and the messages say 'at least'. arch_name may be an Arch itself
+    (Device.limits)."""
+    a = arch_name if isinstance(arch_name, Arch) else arch(arch_name)
     found = []
     if threads > a.max_threads_per_block:
         found.append(f"{threads} threads per block; at most {a.max_threads_per_block}")

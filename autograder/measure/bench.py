@@ -22,7 +22,11 @@ from __future__ import annotations
 
 import csv
 import datetime
+import os
 import sys
+import tempfile
+import time
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, fields, replace
 from functools import partial
 from pathlib import Path
@@ -50,6 +54,14 @@ SWEEP = {
     "small K": ("4096x4096x128", "8192x8192x256", "2000x3000x100"),
     "large K": ("1024x1024x16384", "512x512x32768"),
     "odd": ("333x777x129", "1001x777x513", "4095x4097x4093", "3001x2999x3003"),
+}
+# Shapes outside the sweep (`bench --outside`), none of them a shape any table was tuned
+# at: skinny with M or N under 128 tiles' 128, K far longer than M and N, small K, with
+# odd sides among them. Where a dispatcher fitted to the sweep would show it.
+OUTSIDE = {
+    "skinny <128": ("64x8192x4096", "8192x96x4096", "100x3000x2000"),
+    "K ≫ M, N": ("256x256x65536", "300x200x50001"),
+    "tiny K": ("6000x4000x32", "3001x5003x64"),
 }
 
 
@@ -93,10 +105,38 @@ class Noisy(RuntimeError):
     """A figure moved too much between samples to be published."""
 
 
-def bench(specs: dict[str, KernelSpec], sizes=DEFAULT_SIZES, progress=True) -> list[Row]:
+@dataclass
+class FirstUse:
+    """What step 09's first-use tuning cost in a run (`bench --first-use`): the seconds
+    each shape's first product spent tuning, before any of its samples."""
+
+    seconds: dict[tuple[int, int, int], float]
+    classes: int = 0  # classes tuned
+
+    @property
+    def total(self) -> float:
+        return sum(self.seconds.values())
+
+    def __str__(self) -> str:
+        tuned = {s: t for s, t in self.seconds.items() if t > 0}
+        where = ", ".join(f"{'x'.join(map(str, s))} {t:.1f} s" for s, t in tuned.items())
+        return (
+            f"first-use tuning: {self.classes} classes of shapes in {self.total:.1f} s "
+            f"({where or 'none'}), before the samples of those shapes"
+        )
+
+
+def bench(
+    specs: dict[str, KernelSpec],
+    sizes=DEFAULT_SIZES,
+    progress=True,
+    first_use: FirstUse | None = None,
+) -> list[Row]:
     """Time every kernel and cuBLAS on every size. Raises gpu.NoGPU without a GPU,
     Noisy when a figure would be too noisy to decide anything, or was taken while the
-    GPU throttled."""
+    GPU throttled. first_use: step 09 as on a GPU nobody tuned on (its committed table
+    set aside; the tuning cache must be empty: see first_use_cache), its tuning done at
+    each shape before the samples, untimed, and its seconds kept in first_use."""
     gpu.require("bench")
     import cupy
     from tqdm import tqdm
@@ -111,7 +151,8 @@ def bench(specs: dict[str, KernelSpec], sizes=DEFAULT_SIZES, progress=True) -> l
     today = datetime.date.today().isoformat()
     # Step 09 as the dispatcher chooses, not split on every shape as it is graded.
     launches = {
-        name: gpu_launcher(replace(spec, split_every_case=False)) for name, spec in specs.items()
+        name: gpu_launcher(replace(spec, split_every_case=False), table=first_use is None)
+        for name, spec in specs.items()
     }
     rng = cupy.random.default_rng()
     rows = []
@@ -122,6 +163,19 @@ def bench(specs: dict[str, KernelSpec], sizes=DEFAULT_SIZES, progress=True) -> l
         out = {
             name: cupy.full((M, N), SENTINEL, dtype=cupy.float32) for name in ("cuBLAS", *launches)
         }
+        # Step 09 chooses (and, on a GPU with no table, tunes on first use) here, untimed:
+        # no sample may hold the stream while it times its plans.
+        start = time.monotonic()
+        for launch in launches.values():
+            if hasattr(launch, "choose"):
+                launch.choose(M, N, K)
+        if first_use is not None:
+            first_use.seconds[M, N, K] = time.monotonic() - start
+            first_use.classes = sum(
+                len(launch.choose.first_use.tuned)
+                for launch in launches.values()
+                if hasattr(getattr(launch, "choose", None), "first_use")
+            )
         runs = {"cuBLAS": partial(cupy.matmul, A, B, out=out["cuBLAS"])}
         runs |= {
             name: partial(launch, M, N, K, ALPHA, A, B, 0.0, out[name])
@@ -243,6 +297,28 @@ def sweep_sizes() -> list[str]:
     return [size for sizes in SWEEP.values() for size in sizes]
 
 
+def outside_sizes() -> list[str]:
+    return [size for sizes in OUTSIDE.values() for size in sizes]
+
+
+@contextmanager
+def first_use_cache():
+    """An empty tuning cache for step 09 (autotune's), in a temporary directory, for the
+    run inside: a GPU met for the first time. The user's own cache is left alone."""
+    from ..run import autotune
+
+    before = os.environ.get(autotune.CACHE_ENV)
+    with tempfile.TemporaryDirectory(prefix="sgemm-first-use-") as directory:
+        os.environ[autotune.CACHE_ENV] = directory
+        try:
+            yield Path(directory)
+        finally:
+            if before is None:
+                del os.environ[autotune.CACHE_ENV]
+            else:
+                os.environ[autotune.CACHE_ENV] = before
+
+
 def sweep_table(rows: list[Row]) -> str:
     """The sweep with shapes down and kernels across (% of cuBLAS), then each kernel's
     geometric mean and minimum over the shapes it ran."""
@@ -254,7 +330,7 @@ def sweep_table(rows: list[Row]) -> str:
         f"{'% cuBLAS':<10}{'shape':<18}" + "".join(f"{k:>{width}}" for k in kernels)
         + f"{'cuBLAS GFLOP/s':>16}",
     ]  # fmt: skip
-    for group, sizes in SWEEP.items():
+    for group, sizes in (SWEEP | OUTSIDE).items():
         for size in map(parse_size, sizes):
             found = [cell.get((k, size)) for k in kernels]
             if not any(found):
@@ -265,9 +341,18 @@ def sweep_table(rows: list[Row]) -> str:
                 + "".join(f"{f'{c.pct_cublas:.1f}' if c else '-':>{width}}" for c in found)
                 + f"{cublas:>16.0f}"
             )
-    for label, summary in (("geomean", geometric_mean), ("minimum", min)):
-        values = [[r.pct_cublas for r in rows if r.kernel == k] for k in kernels]
-        lines.append(f"{label:<28}" + "".join(f"{summary(v):>{width}.1f}" for v in values))
+    outside = set(map(parse_size, outside_sizes()))
+    for part, label in ((False, ""), (True, " outside")):
+        values = [
+            [r.pct_cublas for r in rows if r.kernel == k and ((r.M, r.N, r.K) in outside) == part]
+            for k in kernels
+        ]
+        if not all(values):
+            continue
+        for name, summary in (("geomean", geometric_mean), ("minimum", min)):
+            lines.append(
+                f"{name + label:<28}" + "".join(f"{summary(v):>{width}.1f}" for v in values)
+            )
     lines.append(sampling(rows))
     return "\n".join(lines)
 
@@ -278,6 +363,7 @@ def read_csv(path: Path) -> list[Row]:
 
 def default_csv_path(rows: list[Row], kind: str = "bench") -> Path:
     """book/data/<kind>_<gpu>.csv: kind "bench" for the ladder, "sweep" for --sweep,
+    "sweep_first_use" for --sweep --first-use ("sweep_untuned" with SGEMM_AUTOTUNE=0),
     "ablation" (or "ablation12", ablation.kind) for --ablation."""
     return DATA_DIR / f"{kind}_{gpu.slug(rows[0].gpu)}.csv"
 

@@ -16,7 +16,9 @@ from typing import Callable
 import numpy as np
 
 from ..isolate import isolation
+from ..ladder import registry
 from . import (
+    autotune,
     by_shape,
     compiler,
     contract,
@@ -122,21 +124,24 @@ class Backend:
 GPU_OPTIONS = (*compiler.DEFAULT_OPTIONS, "-lineinfo")
 
 
-def gpu_launcher(spec: KernelSpec, choose=None):
+def gpu_launcher(spec: KernelSpec, choose=None, tune: bool = True, table: bool = True):
     """Compile spec for the current GPU (GPU_OPTIONS);
     return launch(M, N, K, alpha, A, B, beta, C). For a reduction (step 09), that
     is the GEMM autograder.run.by_shape builds around it, with the plans of `choose`
-    (by default, the dispatcher's for this GPU); launch.function is the spec's own
-    kernel either way."""
+    (by default, the dispatcher's for this GPU: its committed table, else tuned on
+    first use where `tune` and SGEMM_AUTOTUNE allow, autograder.run.autotune; `table`
+    False sets the committed table aside, as on a GPU nobody tuned on);
+    launch.function is the spec's own kernel either way, and launch.choose the
+    dispatcher (its .first_use, where it tunes, says what tuning cost)."""
     if spec.contract != "reduce":
         return _gpu_kernel(spec)
     import cupy
 
     info = gpu.device_info()
-    if choose is None:
-        choose = by_shape.chooser(info.name, info.sms)
     gemms = {name: _gpu_kernel(s) for name, s in by_shape.gemm_specs(arch=info.arch).items()}
     reduce = _gpu_kernel(spec)
+    if choose is None:
+        choose = _dispatcher(info, gemms, tune, table)
     launch = by_shape.compose(
         choose,
         gemms,
@@ -145,7 +150,28 @@ def gpu_launcher(spec: KernelSpec, choose=None):
         spec.split_every_case,
     )
     launch.function = reduce.function
+    launch.choose = choose
     return launch
+
+
+def _dispatcher(info, gemms, tune: bool, table: bool):
+    """Step 09's choose(M, N, K) on this GPU (autotune.chooser). The device's limits,
+    and the registers each tile shape's kernel was compiled to, feed the arithmetic;
+    first-use tuning times the plans with the course's own reduction (kernels/09), so
+    that what a learner's reduction does never decides a plan."""
+    registers = {}
+    for name, gemm in gemms.items():
+        count = getattr(gemm.function, "num_regs", None)
+        if name in by_shape.TILES and count:
+            registers[name] = count
+
+    def timer():
+        reference = KernelSpec.from_step(registry.step("09"))
+        return autotune.gpu_timer(gemms, _gpu_kernel(reference))
+
+    return autotune.chooser(
+        info.name, gpu.device_limits(), timer, gpu.software_versions, registers, tune, table
+    )
 
 
 # How a scalar of a contract is passed to CuPy.
@@ -220,7 +246,10 @@ class GpuBackend(Backend):
         # NVRTC is never built on a GPU, where a kernel may test __CUDA_ARCH__.
         device_only.refuse_directives(spec.source, spec.filename, hidden_code=False)
         _check_contract(spec)  # CuPy would pass the contract's arguments whatever it declares
-        launch = gpu_launcher(spec)
+        # Never tuned here: a case's time limit is the kernel's, and the learner's
+        # reduction is timed beside the reference's under the same plans anyway (those
+        # the cache kept, else the device's arithmetic).
+        launch = gpu_launcher(spec, tune=False)
         device = cupy.cuda.Device().attributes
         limit = min(device["MaxThreadsPerBlock"], launch.function.max_threads_per_block)
         fewer = ""

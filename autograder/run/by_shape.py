@@ -13,8 +13,12 @@ then the rows below them, each a product of its own.
 What to choose is measured, not guessed: `python -m autograder tune 09` times
 the candidates at four shapes per class of shapes on the GPU at hand, and writes
 the best into book/data/dispatch_<gpu>.json. Where no table was measured (a
-GPU nobody tuned on), a rule of thumb decides (`rule_of_thumb`); the CPU backend,
-with no speed to choose for, runs every tile shape in turn (`in_turn`).
+GPU nobody tuned on), the first product of each class times the few plans the
+device's own arithmetic shortlists (`shortlist`) and keeps the fastest in a cache
+per GPU and software version (autograder.run.autotune); with that turned off, the
+device's arithmetic decides alone (`device_rule`), step 08's own plan unless the
+arithmetic shows a clear win. The CPU backend, with no speed to choose for, runs
+every tile shape in turn (`in_turn`).
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 
-from ..ladder import registry
+from ..ladder import hardware, registry
 from .kernel import KernelSpec
 
 # The tile shapes the dispatcher chooses from: step 08's kernel at these
@@ -295,6 +299,31 @@ def rule_of_thumb(M: int, N: int, K: int, sms: int) -> Plan:
     return Plan(tiles, splits)
 
 
+def choose_with(
+    sms: int,
+    class_plan: Callable[[tuple[int, int, int], int, int, int], Plan],
+    M: int,
+    N: int,
+    K: int,
+    big_tiles: tuple[str, ...] = BIG_TILES,
+) -> Plan | Bands:
+    """One of big_tiles, unsplit, where its tiles fill the waves evenly (wave_fill);
+    else, where K is longer than the shortest class's and C makes whole waves of
+    them and more, those waves and the rows left below them apart (Bands).
+    Everywhere else class_plan(shape class, M, N, K): a measured table's plan scaled
+    to this shape (Table), one timed here on first use (autotune), or the device's
+    arithmetic (device_rule)."""
+    for tiles in big_tiles:
+        if wave_fill(M, N, tiles, sms) >= EVEN_WAVES:
+            return Plan(tiles, 1)
+    band = whole_waves(M, N, sms) if K > K_BOUNDS[0] else None
+    if band:
+        rows, tiles = band
+        rest = choose_with(sms, class_plan, M - rows, N, K, big_tiles)
+        return Bands(rows, Plan(tiles, 1), rest)
+    return class_plan(shape_class(M, N, K, sms), M, N, K)
+
+
 @dataclass(frozen=True)
 class Table:
     """What the tuner measured on one GPU: the best plan for each shape class."""
@@ -305,18 +334,10 @@ class Table:
     measured: str = ""  # when, with which versions, in words
 
     def choose(self, M: int, N: int, K: int) -> Plan | Bands:
-        """One of BIG_TILES, unsplit, where its tiles fill the waves evenly (wave_fill);
-        else, where K is longer than the shortest class's and C makes whole waves of
-        them and more, those waves and the rows left below them apart (Bands).
-        Everywhere else the class's plan, scaled to this shape (see scaled)."""
-        for tiles in BIG_TILES:
-            if wave_fill(M, N, tiles, self.sms) >= EVEN_WAVES:
-                return Plan(tiles, 1)
-        band = whole_waves(M, N, self.sms) if K > K_BOUNDS[0] else None
-        if band:
-            rows, tiles = band
-            return Bands(rows, Plan(tiles, 1), self.choose(M - rows, N, K))
-        cls = shape_class(M, N, K, self.sms)
+        """choose_with this table's plans (rule_of_thumb for a class it lacks)."""
+        return choose_with(self.sms, self.class_plan, M, N, K)
+
+    def class_plan(self, cls: tuple[int, int, int], M: int, N: int, K: int) -> Plan:
         plan = self.plans.get(cls)
         if plan is None:
             return rule_of_thumb(M, N, K, self.sms)
@@ -387,18 +408,212 @@ def in_turn() -> Callable[[int, int, int], Plan | Bands]:
     return choose
 
 
-def chooser(gpu_name: str, sms: int) -> Callable[[int, int, int], Plan | Bands]:
-    """choose(M, N, K) for this GPU: from its measured table, else by rule of thumb.
-    A shape's plan is worked out once and kept: working it out takes tens of µs of
-    Python, longer than a small product takes on the GPU."""
+def chooser(
+    gpu_name: str, device: hardware.Device, registers: Mapping[str, int] | None = None
+) -> Callable[[int, int, int], Plan | Bands]:
+    """choose(M, N, K) for this GPU: from its measured table, else by the device's own
+    arithmetic (device_rule; autotune.chooser tunes on first use instead). A shape's
+    plan is worked out once and kept: working it out takes tens of µs of Python,
+    longer than a small product takes on the GPU."""
     path = table_path(gpu_name)
-    choose = partial(rule_of_thumb, sms=sms)
+    choose = partial(device_rule, device=device, registers=registers)
     if path.exists():
         try:
             choose = Table.from_json(path.read_text()).choose
         except (ValueError, KeyError) as e:  # a table from an older version of by_shape
-            warnings.warn(f"{path}: {e}; step 09 chooses by rule of thumb instead", stacklevel=2)
+            warnings.warn(
+                f"{path}: {e}; step 09 chooses by the device's arithmetic instead", stacklevel=2
+            )
     return functools.lru_cache(maxsize=4096)(choose)
+
+
+def committed_table(gpu_name: str) -> Table | None:
+    """This GPU's measured table, where one is committed and readable."""
+    path = table_path(gpu_name)
+    if not path.exists():
+        return None
+    try:
+        return Table.from_json(path.read_text())
+    except (ValueError, KeyError):
+        return None
+
+
+def committed_tables() -> list[Table]:
+    """Every readable table committed, for any GPU: their plans are candidates on others."""
+    tables = []
+    for path in sorted(registry.DATA_DIR.glob("dispatch_*.json")):
+        try:
+            tables.append(Table.from_json(path.read_text()))
+        except (ValueError, KeyError):
+            continue
+    return tables
+
+
+# ---- before anything is timed: the device's own arithmetic ---------------------------------
+
+# Step 08 as it is: its own tiles, K unsplit. Always a candidate, and what the device's
+# arithmetic keeps unless another plan is clearly faster by it.
+SAFE = Plan("256x128", 1)
+# Layers the arithmetic weighs for a tile shape (as many as max_splits allows).
+RULE_SPLITS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32)
+# How many times faster than step 08's plan the arithmetic must find another before the
+# untuned rule takes it: the model counts waves and bytes, not latency, and is crude.
+CLEAR_WIN = 1.5
+# Plans timed for a class on first use, step 08's among them.
+SHORTLIST = 4
+# A block's fixed work, in BK-wide slices of K: filling the pipeline and writing C.
+BLOCK_OVERHEAD_SLICES = 2
+# Launching the reduction, and reading and writing each layer: a launch's cost on the
+# device, about (an empty kernel, H100: book/data/clocks_*.csv).
+LAUNCH_S = 3e-6
+
+
+@dataclass(frozen=True)
+class TileResources:
+    threads: int
+    shared_bytes: int
+    registers: int  # per thread: compiled where known, else the registry's floor
+
+
+def tile_resources(tiles: str, registers: Mapping[str, int] | None = None) -> TileResources:
+    """A tile shape's block: threads, shared memory, registers per thread (from
+    `registers`, the compiled kernels' reports, where given)."""
+    step = registry.step("08").with_params(**TILES[tiles])
+    known = (registers or {}).get(tiles)
+    return TileResources(
+        step.geometry.threads,
+        step.tuning.shared_bytes(step.params),
+        known or step.tuning.registers(step.params),
+    )
+
+
+def resident_blocks(
+    tiles: str, device: hardware.Device, registers: Mapping[str, int] | None = None
+) -> int:
+    """How many blocks of these tiles one of the device's SMs holds at once (0: none)."""
+    r = tile_resources(tiles, registers)
+    limits = device.limits()
+    if hardware.launch_problems(limits, r.threads, r.registers, static_shared=r.shared_bytes):
+        return 0
+    return hardware.occupancy(limits, r.threads, r.registers, r.shared_bytes).blocks
+
+
+def modelled_seconds(
+    plan: Plan, M: int, N: int, K: int, device: hardware.Device,
+    registers: Mapping[str, int] | None = None,
+) -> float:  # fmt: skip
+    """What the device's arithmetic says a plan takes, in seconds: the busiest SM's
+    blocks (blocks spread evenly over the SMs, so a last wave that leaves SMs idle
+    costs a whole block's time), each BM x BN x its layer of K FMAs plus its fixed
+    work, at the SM's FP32 rate times a tile's reuse (a smaller tile loads more per
+    FMA); for layers of K, their partial sums written and read back at the device's
+    bandwidth, and the reduction's launch. Infinite where the block does not fit."""
+    if not resident_blocks(plan.tiles, device, registers):
+        return math.inf
+    p = TILES[plan.tiles]
+    blocks = tile_count(M, N, plan.tiles) * plan.splits
+    slices = math.ceil(math.ceil(K / p["BK"]) / plan.splits) + BLOCK_OVERHEAD_SLICES
+    fmas = math.ceil(blocks / device.sms) * p["BM"] * p["BN"] * slices * p["BK"]
+    seconds = fmas / (device.fp32_lanes_per_sm * device.clock_mhz * 1e6 * _reuse(plan.tiles))
+    if plan.splits > 1:
+        seconds += 4 * M * N * (2 * plan.splits + 1) / (device.bandwidth_gbs * 1e9) + LAUNCH_S
+    return seconds
+
+
+def _reuse(tiles: str) -> float:
+    """A tile's FMAs per float it loads, against step 08's own, to the fourth root: at
+    8192x8192x256 64 x 64 tiles ran at 98.8% of cuBLAS where step 08's ran at 110.2%
+    (H100, 2026-11-24): smaller tiles cost, but far less than their loads alone say."""
+    def per_load(t):
+        return TILES[t]["BM"] * TILES[t]["BN"] / (TILES[t]["BM"] + TILES[t]["BN"])
+
+    return (per_load(tiles) / per_load(SAFE.tiles)) ** 0.25
+
+
+def ranked(
+    M: int, N: int, K: int, device: hardware.Device, registers: Mapping[str, int] | None = None
+) -> list[Plan]:
+    """Every plan that fits the device (each tile shape, K in RULE_SPLITS layers up to
+    max_splits), fastest first by modelled_seconds (ties: bigger tiles, fewer layers)."""
+    plans = [
+        Plan(tiles, splits)
+        for tiles in TILES
+        for splits in RULE_SPLITS
+        if splits <= max_splits(K, tiles) and resident_blocks(tiles, device, registers)
+    ]
+    return sorted(
+        plans,
+        key=lambda p: (
+            modelled_seconds(p, M, N, K, device, registers),
+            -TILES[p.tiles]["BM"] * TILES[p.tiles]["BN"],
+            p.splits,
+            p.tiles,
+        ),
+    )
+
+
+def safe_plan(M: int, N: int) -> Plan:
+    """Step 08's plan for this C: its own 256 x 128 tiles, or the same warps side by side
+    (128 x 256) where those cover C in fewer tiles (a C of 128 rows: half of each 256 x
+    128 tile would lie outside it)."""
+    tiles = min(BIG_TILES, key=lambda t: (tile_count(M, N, t), t != SAFE.tiles))
+    return Plan(tiles, 1)
+
+
+def device_class_plan(
+    M: int, N: int, K: int, device: hardware.Device, registers: Mapping[str, int] | None = None
+) -> Plan:
+    """Step 08's plan (safe_plan), unless the arithmetic finds one CLEAR_WIN times faster:
+    where 08's tiles leave most SMs idle for the whole product, which a T4's 40 SMs
+    see at 333x777x129 (14 tiles) as an H100's 132 do."""
+    safe = safe_plan(M, N)
+    best = ranked(M, N, K, device, registers)[0]
+    safe_s = modelled_seconds(safe, M, N, K, device, registers)
+    if modelled_seconds(best, M, N, K, device, registers) * CLEAR_WIN <= safe_s:
+        return best
+    return safe
+
+
+def device_rule(
+    M: int, N: int, K: int, device: hardware.Device, registers: Mapping[str, int] | None = None
+) -> Plan | Bands:
+    """Without a measured table and without timing: choose_with step 08's own tiles first
+    among the big ones (no measurement here says 128 x 256 is faster), and, for the
+    class's part, device_class_plan at this very shape."""
+    big = (SAFE.tiles, *(t for t in BIG_TILES if t != SAFE.tiles))
+    return choose_with(
+        device.sms,
+        lambda cls, m, n, k: device_class_plan(m, n, k, device, registers),
+        M,
+        N,
+        K,
+        big,
+    )
+
+
+def shortlist(
+    cls: tuple[int, int, int],
+    device: hardware.Device,
+    registers: Mapping[str, int] | None = None,
+    priors: list[Table] = (),
+) -> list[Plan]:
+    """The plans first-use tuning times for a class, in the class's terms (layers at its
+    measured shape, as a table's are; scaled to each shape timed): step 08's own, the
+    device's arithmetic's pick, the plan a table measured on another GPU chose for this
+    class (a candidate, not a choice: it is timed here too), then the arithmetic's next
+    of other tile shapes, SHORTLIST at most. Every one fits the device."""
+    M, N, K = measured_shape(cls, device.sms)
+    order = ranked(M, N, K, device, registers)
+    found = [safe_plan(M, N), order[0]]
+    for table in priors:
+        plan = table.plans.get(cls)
+        if plan and resident_blocks(plan.tiles, device, registers):
+            found.append(Plan(plan.tiles, min(plan.splits, max_splits(K, plan.tiles))))
+    for plan in order:  # one more of each tile shape not yet in, then the rest in order
+        if plan.tiles not in {p.tiles for p in found}:
+            found.append(plan)
+    found += order
+    return list(dict.fromkeys(found))[:SHORTLIST]
 
 
 # ---- the GEMM built around a reduction kernel ----------------------------------------------

@@ -123,3 +123,53 @@ def device_info() -> DeviceInfo:
         cuda=f"{version // 1000}.{version % 1000 // 10}",
         cupy=cupy.__version__,
     )
+
+
+def device_limits():
+    """This GPU as step 09's dispatcher sees it (ladder.hardware.Device): its SMs, and
+    what each holds, from the device's own attributes; its architecture's figures
+    (hardware.ARCHS) where CuPy names none."""
+    import cupy
+
+    from ..ladder import hardware
+
+    info = device_info()
+    known = hardware.device(info.arch, info.sms, info.clock_mhz, 0.0, info.name)
+    attributes = cupy.cuda.Device().attributes
+    # Memory clock in kHz, bus width in bits, double data rate.
+    memory_khz, bus_bits = attributes.get("MemoryClockRate"), attributes.get("GlobalMemoryBusWidth")
+    bandwidth = 2 * memory_khz * 1e3 * bus_bits / 8 / 1e9 if memory_khz and bus_bits else 1000.0
+    return hardware.Device(
+        info.name,
+        known.arch,
+        info.sms,
+        attributes.get("MaxSharedMemoryPerMultiprocessor", known.shared_per_sm),
+        attributes.get("MaxSharedMemoryPerBlockOptin", known.shared_per_block_optin),
+        attributes.get("MaxRegistersPerMultiprocessor", known.registers_per_sm),
+        attributes.get("MaxThreadsPerMultiProcessor", known.max_threads_per_sm),
+        attributes.get("MaxBlocksPerMultiprocessor", known.max_blocks_per_sm),
+        _FP32_LANES.get(info.compute_capability, 128),
+        info.clock_mhz,
+        bandwidth,
+    )
+
+
+def software_versions() -> dict[str, str]:
+    """What a timing on this GPU depends on besides the GPU and the kernel's source: the
+    driver, the CUDA runtime, NVRTC and CuPy, by version."""
+    import cupy
+
+    from . import compiler
+
+    driver = cupy.cuda.runtime.driverGetVersion()
+    info = device_info()
+    try:
+        nvrtc = compiler.nvrtc_version()
+    except Exception:  # no cuda-bindings: the NVRTC CuPy compiles with
+        nvrtc = "%d.%d" % cupy.cuda.nvrtc.getVersion()
+    return {
+        "driver": f"{driver // 1000}.{driver % 1000 // 10}",
+        "cuda": info.cuda,
+        "nvrtc": nvrtc,
+        "cupy": info.cupy,
+    }

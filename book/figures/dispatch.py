@@ -30,12 +30,91 @@ from .models import (
 # ---- the shape sweep (`bench --sweep`), for step 09 ----------------------------------------
 
 
+# Sweeps of step 09 on a GPU with no committed table (`bench --sweep --first-use`), tuned
+# on first use, and untuned (SGEMM_AUTOTUNE=0): kept apart from the sweeps proper.
+FIRST_USE, UNTUNED = "sweep_first_use_", "sweep_untuned_"
+
+
 def sweep_results() -> list[bench.Row]:
-    """Every committed sweep measurement (book/data/sweep_*.csv)."""
+    """Every committed sweep measurement (book/data/sweep_<gpu>.csv), with the table
+    committed for its GPU where there is one."""
     rows = []
     for path in sorted(DATA.glob("sweep_*.csv")):
+        if not path.name.startswith((FIRST_USE, UNTUNED)):
+            rows += bench.read_csv(path)
+    return rows
+
+
+def _results(prefix: str) -> list[bench.Row]:
+    rows = []
+    for path in sorted(DATA.glob(f"{prefix}*.csv")):
         rows += bench.read_csv(path)
     return rows
+
+
+def learner_gpus() -> Markdown:
+    """What step 09 reached on each GPU it was measured on, as the learner's GPU meets it:
+    with a committed table, tuned on first use (none committed: `bench --first-use`) and
+    untuned (SGEMM_AUTOTUNE=0): geometric mean and minimum of % of cuBLAS over the
+    sweep and over the shapes outside it, with step 08 alone beside them in the same
+    runs, and the file each comes from."""
+    outside = {bench.parse_size(s) for s in bench.outside_sizes()}
+    name09, name08 = _kernel("09"), _kernel("08")
+    lines = [
+        "| GPU | step 09 | sweep: geomean / min | outside it: geomean / min "
+        "| 08 alone, sweep | data |",
+        "|---|---|---:|---:|---:|---|",
+    ]
+    sources = (
+        ("with its committed table", sweep_results, "sweep_"),
+        ("tuned on first use", lambda: _results(FIRST_USE), FIRST_USE),
+        ("untuned (the device's arithmetic)", lambda: _results(UNTUNED), UNTUNED),
+    )
+    for label, read, prefix in sources:
+        rows = read()
+        for gpu in dict.fromkeys(r.gpu for r in rows):
+
+            def pct(name, out):
+                return [r.pct_cublas for r in rows if r.gpu == gpu and r.kernel == name
+                        and ((r.M, r.N, r.K) in outside) == out]  # fmt: skip
+
+            def both(values):
+                if not values:
+                    return "not measured"
+                mean = math.exp(sum(map(math.log, values)) / len(values))
+                return f"{mean:.1f}% / {min(values):.1f}%"
+
+            alone = pct(name08, False)
+            lines.append(
+                f"| {gpu} | {label} | {both(pct(name09, False))} | {both(pct(name09, True))} "
+                f"| {both(alone)} | `{prefix}{_slug(gpu)}.csv` |"
+            )
+    return Markdown("\n".join(lines))
+
+
+def _slug(gpu: str) -> str:
+    from autograder.run import gpu as gpus
+
+    return gpus.slug(gpu)
+
+
+def predicted_plans(gpu_name: str = "Tesla T4", shapes=None) -> Markdown:
+    """What step 09 runs untuned on a GPU of explorers.GPUS (by_shape.device_rule on its
+    datasheet properties, the registry's floor for registers), at each sweep shape, and
+    whether that is step 08's own plan. Computed; nothing timed."""
+    from autograder.ladder import hardware
+    from autograder.run import by_shape
+
+    device = hardware.datasheet_device(gpu_name)
+    lines = ["| shape | untuned plan | step 08's own? | waves of step 08's tiles |",
+             "|---|---|---|---:|"]  # fmt: skip
+    for _, (M, N, K) in shapes or _sweep_shapes():
+        plan = by_shape.device_rule(M, N, K, device)
+        lines.append(
+            f"| {_size_label((M, N, K))} | {plan} | {'yes' if plan == by_shape.SAFE else 'no'} "
+            f"| {by_shape.tile_count(M, N, by_shape.SAFE.tiles) / device.sms:.2f} |"
+        )
+    return Markdown("\n".join(lines))
 
 
 def _sweep_shapes() -> list[tuple[str, tuple[int, int, int]]]:

@@ -1,0 +1,352 @@
+"""Step 09 tunes itself where it runs: on a GPU with no committed dispatch table, the
+first product of a shape class times the few plans the device's arithmetic
+shortlists for it (by_shape.shortlist, step 08's own plan always among them) and
+keeps the fastest, in a cache per GPU and software version in the user's cache
+directory, never in the repository. Triton's `autotune` does the same with its
+configs (benchmarked when a key is first seen, the winner cached on disk by version
+and target), PyTorch's TunableOp with its GEMMs (a file that records the library
+versions and the device, and is refused on a mismatch).
+
+What it costs is bounded: SHORTLIST plans at a class's sample shapes (those `tune 09`
+times it at, by_shape.sample_shapes; the ones over MAX_LAUNCH_S of arithmetic left
+out, the smallest always kept), each with one warm-up and SAMPLES samples of GPU time
+(device_clock). It is said once on stderr, with a line per class tuned and the
+seconds spent. SGEMM_AUTOTUNE=0 turns it off for reproducible runs: then the cache
+is neither read nor written, and the device's arithmetic decides alone
+(by_shape.device_rule). A committed table for this GPU wins over both: where one
+exists nothing is tuned. `python -m autograder tune 09` stays the full search, and
+what the book's tables come from.
+
+The timing itself (time_plan) is given from outside: `gpu_timer` on a GPU, a fake
+in the tests.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import math
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from statistics import geometric_mean
+
+from ..ladder import hardware, registry
+from . import by_shape
+from .by_shape import Bands, Plan
+
+ENV = "SGEMM_AUTOTUNE"  # "0" (or off, false, no): no tuning, no cache
+CACHE_ENV = "SGEMM_AUTOTUNE_CACHE"  # a directory for the cache instead of the user's
+CACHE_VERSION = 1
+SAMPLES = 5  # per plan and shape, after one warm-up: the median counts
+# A sample shape whose arithmetic alone takes longer than this on the device (at its
+# FP32 peak) is left out of a class's timing, unless it is the class's smallest.
+MAX_LAUNCH_S = 0.02
+
+
+def enabled() -> bool:
+    """Whether step 09 may tune on first use (SGEMM_AUTOTUNE is not 0, off, false, no)."""
+    return os.environ.get(ENV, "1").strip().lower() not in ("0", "off", "false", "no")
+
+
+def cache_dir() -> Path:
+    """Where the tuned plans are kept: $SGEMM_AUTOTUNE_CACHE, else the user's cache
+    directory. Written by hand rather than with platformdirs, which the package does
+    not depend on (it comes only with Jupyter): the XDG base directories on Linux
+    ($XDG_CACHE_HOME, else ~/.cache), %LOCALAPPDATA% on Windows."""
+    if os.environ.get(CACHE_ENV):
+        return Path(os.environ[CACHE_ENV])
+    base = os.environ.get("XDG_CACHE_HOME") or (
+        os.environ.get("LOCALAPPDATA") if os.name == "nt" else None
+    )
+    return Path(base or Path.home() / ".cache") / "sgemm-course" / "by_shape"
+
+
+def source_hash() -> str:
+    """What the plans' speed depends on in the course itself: step 08's and step 09's
+    kernels, the tile shapes with their flags, and the shape classes."""
+    h = hashlib.sha256()
+    for step in ("08", "09"):
+        h.update(registry.step(step).path.read_bytes())
+    h.update(
+        json.dumps(
+            [
+                by_shape.TILES,
+                sorted(by_shape.SLID),
+                by_shape.SPREAD,
+                sorted(by_shape.RAGGED),
+                by_shape.WAVE_BOUNDS,
+                by_shape.K_BOUNDS,
+                by_shape.TABLE_VERSION,
+            ],
+            sort_keys=True,
+        ).encode()
+    )
+    return h.hexdigest()
+
+
+@dataclass(frozen=True)
+class Key:
+    """What a cached plan is good for: this GPU (by name and SMs), these versions of the
+    driver, CUDA, NVRTC and CuPy, and this source of the course's kernels."""
+
+    gpu: str
+    sms: int
+    versions: tuple[tuple[str, str], ...]
+    source: str
+
+    def as_dict(self) -> dict:
+        return {"gpu": self.gpu, "sms": self.sms, "versions": dict(self.versions),
+                "source": self.source}  # fmt: skip
+
+    def path(self, directory: Path) -> Path:
+        digest = hashlib.sha256(json.dumps(self.as_dict(), sort_keys=True).encode())
+        from .gpu import slug
+
+        return directory / f"{slug(self.gpu)}-{digest.hexdigest()[:16]}.json"
+
+
+def key(gpu: str, sms: int, versions: Mapping[str, str]) -> Key:
+    return Key(gpu, sms, tuple(sorted(versions.items())), source_hash())
+
+
+def _note(text: str) -> None:
+    print(f"step 09: {text}", file=sys.stderr, flush=True)
+
+
+@dataclass
+class Cache:
+    """The tuned plans of one Key, in one JSON file of the cache directory."""
+
+    key: Key
+    directory: Path = field(default_factory=cache_dir)
+
+    @property
+    def path(self) -> Path:
+        return self.key.path(self.directory)
+
+    def load(self) -> dict[tuple[int, int, int], Plan]:
+        """The plans kept for this key; {} for none. A file that cannot be read, or was
+        written for another key or version, is ignored with a note on stderr."""
+        try:
+            text = self.path.read_text()
+        except FileNotFoundError:
+            return {}
+        except OSError as e:
+            _note(f"the tuning cache {self.path} could not be read ({e}); ignored")
+            return {}
+        try:
+            data = json.loads(text)
+            if data.get("version") != CACHE_VERSION or data.get("key") != self.key.as_dict():
+                raise ValueError("written for another GPU, version or kernel source")
+            plans = {
+                (int(e["waves"]), int(e["k"]), int(e["aligned"])): Plan(e["tiles"], int(e["splits"]))
+                for e in data["plans"]
+            }
+            if any(p.tiles not in by_shape.TILES or p.splits < 1 for p in plans.values()):
+                raise ValueError("names a plan the dispatcher does not have")
+        except (ValueError, KeyError, TypeError, AttributeError) as e:
+            _note(f"the tuning cache {self.path} is corrupt ({e}); ignored, and tuned anew")
+            return {}
+        return plans
+
+    def save(self, plans: Mapping[tuple[int, int, int], Plan]) -> None:
+        """Keep plans, with those another process kept meanwhile, atomically: the file is
+        written beside its place and renamed onto it, so a reader sees the old file or
+        the new one, never half of one."""
+        merged = {**self.load(), **plans}
+        data = {
+            "version": CACHE_VERSION,
+            "key": self.key.as_dict(),
+            "plans": [
+                {"waves": w, "k": k, "aligned": a, "tiles": p.tiles, "splits": p.splits}
+                for (w, k, a), p in sorted(merged.items())
+            ],
+        }
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            fd, temporary = tempfile.mkstemp(dir=self.directory, prefix=".tmp-", suffix=".json")
+            with os.fdopen(fd, "w") as f:
+                json.dump(data, f, indent=1)
+            os.replace(temporary, self.path)
+        except OSError as e:  # a read-only home: tuned again next time, no worse
+            _note(f"the tuning cache {self.path} could not be written ({e})")
+
+
+# time_plan(shape, plan): seconds of GPU time for plan at shape; math.inf where the
+# plan could not run or its output was not a product.
+TimePlan = Callable[[tuple[int, int, int], Plan], float]
+
+
+class FirstUse:
+    """choose(M, N, K) that tunes each shape class the first time it is met: the class's
+    shortlist, each plan scaled to each sample shape and timed there; the plan with
+    the best geometric mean of speed over the shapes is the class's (the same
+    criterion as `tune 09`'s: cuBLAS, which tune 09 divides by, is the same at each
+    shape whatever the plan)."""
+
+    def __init__(
+        self,
+        device: hardware.Device,
+        time_plan: TimePlan,
+        cache: Cache | None = None,
+        registers: Mapping[str, int] | None = None,
+        priors: list[by_shape.Table] = (),
+        max_launch_s: float = MAX_LAUNCH_S,
+    ):
+        self.device = device
+        self.time_plan = time_plan
+        self.cache = cache
+        self.registers = registers
+        self.priors = list(priors)
+        self.max_launch_s = max_launch_s
+        self.plans = cache.load() if cache else {}
+        self.seconds = 0.0  # spent tuning, all classes together
+        self.tuned: list[tuple[tuple[int, int, int], Plan, float]] = []  # class, plan, s
+        self._said = False
+
+    def choose(self, M: int, N: int, K: int) -> Plan | Bands:
+        return by_shape.choose_with(self.device.sms, self.class_plan, M, N, K)
+
+    def class_plan(self, cls: tuple[int, int, int], M: int, N: int, K: int) -> Plan:
+        if cls not in self.plans:
+            self.plans[cls] = self.tune(cls)
+            if self.cache:
+                self.cache.save({cls: self.plans[cls]})
+        return by_shape.scaled(self.plans[cls], cls, M, N, K, self.device.sms)
+
+    def shapes(self, cls: tuple[int, int, int]) -> list[tuple[int, int, int]]:
+        """The class's sample shapes whose arithmetic fits max_launch_s, the smallest at
+        least."""
+        shapes = sorted(by_shape.sample_shapes(cls, self.device.sms), key=math.prod)
+        peak = self.device.sms * self.device.fp32_lanes_per_sm * 2 * self.device.clock_mhz * 1e6
+        kept = [s for s in shapes if 2 * math.prod(s) / peak <= self.max_launch_s]
+        return kept or shapes[:1]
+
+    def tune(self, cls: tuple[int, int, int]) -> Plan:
+        start = time.monotonic()
+        candidates = by_shape.shortlist(cls, self.device, self.registers, self.priors)
+        shapes = self.shapes(cls)
+        where = "x".join(map(str, by_shape.measured_shape(cls, self.device.sms)))
+        if not self._said:
+            self._said = True
+            _note(
+                f"no dispatch table for the {self.device.name}: timing up to "
+                f"{by_shape.SHORTLIST} plans for each new class of shapes, once; kept in "
+                f"{self.cache.path if self.cache else 'memory'} ({ENV}=0: no tuning)"
+            )
+        rates: dict[Plan, list[float]] = {}
+        for plan in candidates:
+            for shape in shapes:
+                seconds = self.time_plan(shape, by_shape.scaled(plan, cls, *shape, self.device.sms))
+                rates.setdefault(plan, []).append(0.0 if not seconds < math.inf else 1 / seconds)
+        right = {p: r for p, r in rates.items() if all(r)}
+        best = max(right, key=lambda p: geometric_mean(right[p])) if right else by_shape.SAFE
+        spent = time.monotonic() - start
+        self.seconds += spent
+        self.tuned.append((cls, best, spent))
+        _note(
+            f"tuned class {len(self.tuned)} (like {where}, rows "
+            f"{'aligned' if cls[2] else 'unaligned'}): {best}, of {len(candidates)} plans "
+            f"at {len(shapes)} shapes, {spent:.1f} s (tuning so far {self.seconds:.1f} s)"
+        )
+        return best
+
+
+def chooser(
+    gpu_name: str,
+    device: hardware.Device,
+    time_plan: Callable[[], TimePlan] | None,
+    versions: Callable[[], Mapping[str, str]],
+    registers: Mapping[str, int] | None = None,
+    tune: bool = True,
+    table: bool = True,
+) -> Callable[[int, int, int], Plan | Bands]:
+    """choose(M, N, K) for this GPU: its committed table where there is one; else, with
+    tuning on (enabled(), and `tune`), a FirstUse that tunes with time_plan() (made on
+    first use: it allocates and compiles) and keeps its plans in the cache; with
+    `tune` off, the plans the cache holds already, as FirstUse would run them, and
+    device_class_plan for the rest (device_rule where the cache holds none); with
+    SGEMM_AUTOTUNE=0, device_rule alone. `table` False sets the committed table aside
+    (`bench --first-use`: a GPU nobody tuned on). Memoized per shape."""
+    if table and by_shape.table_path(gpu_name).exists():
+        return by_shape.chooser(gpu_name, device, registers)
+    if not enabled():
+        rule = functools.partial(by_shape.device_rule, device=device, registers=registers)
+        return functools.lru_cache(maxsize=4096)(rule)
+    cache = Cache(key(gpu_name, device.sms, versions()))
+    if not tune or time_plan is None:
+        kept = cache.load()
+        if not kept:
+            rule = functools.partial(by_shape.device_rule, device=device, registers=registers)
+            return functools.lru_cache(maxsize=4096)(rule)
+
+        def class_plan(cls, M, N, K):
+            if cls in kept:
+                return by_shape.scaled(kept[cls], cls, M, N, K, device.sms)
+            return by_shape.device_class_plan(M, N, K, device, registers)
+
+        choose = functools.partial(by_shape.choose_with, device.sms, class_plan)
+        return functools.lru_cache(maxsize=4096)(choose)
+    timer: list[TimePlan] = []
+
+    def lazy(shape, plan):
+        if not timer:
+            timer.append(time_plan())
+        return timer[0](shape, plan)
+
+    first_use = FirstUse(device, lazy, cache, registers, by_shape.committed_tables())
+    choose = functools.lru_cache(maxsize=4096)(first_use.choose)
+    choose.first_use = first_use
+    return choose
+
+
+def gpu_timer(gemms: Mapping[str, Callable], reduce: Callable) -> TimePlan:
+    """time_plan on this GPU: the course's GEMM (by_shape.compose) with the plan forced,
+    on random inputs, GPU time (device_clock: warm, the host's launch work held out),
+    the median of SAMPLES after a warm-up; infinite where the output has anything but
+    finite numbers in it (the inputs are random normal: a product of them is finite)."""
+    import cupy
+
+    from .device_clock import DeviceClock
+
+    clock = DeviceClock()
+    forced: dict[str, Plan] = {}
+    launch = by_shape.compose(
+        lambda M, N, K: forced["plan"], gemms, reduce, lambda n: cupy.empty(n, dtype=cupy.float32)
+    )
+    rng = cupy.random.default_rng()
+    arrays: dict[tuple[int, int, int], tuple] = {}
+
+    def time_plan(shape: tuple[int, int, int], plan: Plan) -> float:
+        try:
+            return timed(shape, plan)
+        except cupy.cuda.memory.OutOfMemoryError:  # a sample shape too large for this GPU
+            arrays.clear()
+            return math.inf
+
+    def timed(shape: tuple[int, int, int], plan: Plan) -> float:
+        if shape not in arrays:
+            arrays.clear()  # one shape's matrices at a time
+            M, N, K = shape
+            arrays[shape] = (
+                rng.standard_normal((M, K), dtype=cupy.float32),
+                rng.standard_normal((K, N), dtype=cupy.float32),
+                cupy.empty((M, N), dtype=cupy.float32),
+            )
+        A, B, C = arrays[shape]
+        forced["plan"] = plan
+        C.fill(math.nan)
+        run = functools.partial(launch, *shape, 1.0, A, B, 0.0, C)
+        clock.time(run)  # the warm-up
+        seconds = sorted(clock.warm(run) for _ in range(SAMPLES))[SAMPLES // 2]
+        if not bool(cupy.isfinite(C).all()):
+            return math.inf
+        return seconds
+
+    return time_plan

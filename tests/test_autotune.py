@@ -1,0 +1,283 @@
+"""Step 09 on a GPU nobody tuned on: the device's own arithmetic (by_shape.device_rule,
+shortlist) fed a T4's, an A100's and an L4's properties, and first-use tuning
+(autograder.run.autotune) with a fake timer and a cache in a temporary directory. No
+GPU anywhere."""
+
+import json
+import math
+
+import pytest
+
+from autograder.ladder import hardware
+from autograder.measure import bench, tune_plans
+from autograder.run import autotune, by_shape, compiler
+from autograder.run.by_shape import Bands, Plan
+
+LEARNERS = ("Tesla T4", "A100 (40 GB)", "L4")
+SHAPES = [bench.parse_size(s) for s in bench.sweep_sizes() + bench.outside_sizes()] + [
+    (1, 1, 1), (7, 3000, 5), (31, 33, 100_000), (5000, 17, 9), (129, 129, 129)
+]  # fmt: skip
+
+
+def plans_of(choice):
+    """The plans a choice runs, its bands' included."""
+    if isinstance(choice, Bands):
+        return [choice.top, *plans_of(choice.rest)]
+    return [choice]
+
+
+def test_the_learners_gpus_have_the_limits_the_issue_names():
+    t4, a100, l4 = (hardware.datasheet_device(g) for g in LEARNERS)
+    assert (t4.arch, t4.sms, t4.shared_per_sm, t4.registers_per_sm) == ("sm_75", 40, 64 << 10, 65536)
+    assert (a100.arch, a100.sms, a100.shared_per_sm) == ("sm_80", 108, 164 << 10)
+    assert (l4.arch, l4.sms, l4.shared_per_sm) == ("sm_89", 58, 100 << 10)
+
+
+@pytest.mark.parametrize("gpu", LEARNERS)
+def test_every_choice_of_the_devices_arithmetic_fits_the_device(gpu):
+    """Shared memory, registers (the registry's floor) and threads of every plan chosen
+    or shortlisted, at every shape of the sweep and beyond it; layers within bounds."""
+    device = hardware.datasheet_device(gpu)
+    limits = device.limits()
+    for M, N, K in SHAPES:
+        chosen = plans_of(by_shape.device_rule(M, N, K, device))
+        cls = by_shape.shape_class(M, N, K, device.sms)
+        for plan in chosen + by_shape.shortlist(cls, device, priors=by_shape.committed_tables()):
+            r = by_shape.tile_resources(plan.tiles)
+            assert hardware.launch_problems(
+                limits, r.threads, r.registers, static_shared=r.shared_bytes
+            ) == [], (gpu, plan)
+            assert hardware.occupancy(limits, r.threads, r.registers, r.shared_bytes).blocks >= 1
+            assert 1 <= plan.splits <= by_shape.MAX_SPLITS, plan
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("gpu", LEARNERS)
+def test_every_tile_shape_fits_the_device_with_the_registers_it_compiles_to(gpu):
+    """The compiled resource reports (ptxas, for the device's architecture) rather than
+    the registry's floor: each tile shape's block fits and an SM holds one or more."""
+    device = hardware.datasheet_device(gpu)
+    registers = {}
+    for name, spec in by_shape.gemm_specs(tuple(by_shape.TILES), device.arch).items():
+        if name not in by_shape.TILES:
+            continue
+        compiled = compiler.compile_for_arch(
+            spec.source, [spec.name_expression], device.arch, spec.filename
+        )
+        registers[name] = compiled.resources[spec.name_expression].registers
+    for tiles in by_shape.TILES:
+        assert by_shape.resident_blocks(tiles, device, registers) >= 1, (gpu, tiles)
+    for M, N, K in SHAPES:
+        for plan in plans_of(by_shape.device_rule(M, N, K, device, registers)):
+            assert by_shape.resident_blocks(plan.tiles, device, registers) >= 1
+
+
+@pytest.mark.parametrize("gpu", (*LEARNERS, "H100 SXM"))
+def test_step_08s_own_plan_is_in_every_shortlist(gpu):
+    device = hardware.datasheet_device(gpu)
+    for cls in tune_plans.classes():
+        found = by_shape.shortlist(cls, device, priors=by_shape.committed_tables())
+        M, N, _ = by_shape.measured_shape(cls, device.sms)
+        assert by_shape.safe_plan(M, N) in found, (gpu, cls, found)
+        assert found[0].splits == 1 and found[0].tiles in by_shape.BIG_TILES
+        assert 1 <= len(found) <= by_shape.SHORTLIST and len(set(found)) == len(found)
+
+
+@pytest.mark.parametrize("gpu", (*LEARNERS, "H100 SXM"))
+def test_the_untuned_rule_leaves_step_08_only_for_a_clear_win_by_its_arithmetic(gpu):
+    """Where the rule's class part runs something other than step 08's plan, the model
+    says it is CLEAR_WIN times faster; where 08's tiles fill a wave or more and fill it
+    evenly, it runs 08's own."""
+    device = hardware.datasheet_device(gpu)
+    for M, N, K in SHAPES:
+        plan = by_shape.device_class_plan(M, N, K, device)
+        safe = by_shape.safe_plan(M, N)
+        if plan != safe:
+            model = by_shape.modelled_seconds
+            assert model(plan, M, N, K, device) * by_shape.CLEAR_WIN <= model(safe, M, N, K, device)
+        if by_shape.wave_fill(M, N, "256x128", device.sms) >= by_shape.EVEN_WAVES:
+            assert by_shape.device_rule(M, N, K, device) == by_shape.SAFE
+
+
+def test_the_untuned_rule_fixes_what_the_old_rule_of_thumb_lost_on_the_h200():
+    """2048^3 and 4096^3 on 132 SMs: the old rule ran 128 x 128 tiles (96.1% and 97.4% of
+    cuBLAS against 08's 99.6% and 99.2%, H200, 2026-11-27); the device's arithmetic
+    keeps step 08's own."""
+    h200 = hardware.datasheet_device("H100 SXM")  # the same SMs and clocks
+    for side in (2048, 4096):
+        assert by_shape.rule_of_thumb(side, side, side, h200.sms) == Plan("128x128", 1)
+        assert by_shape.device_rule(side, side, side, h200) == by_shape.SAFE
+
+
+# ---- first-use tuning, with a fake timer ---------------------------------------------------
+
+
+def fake_timer(fastest: str, calls: list):
+    """Seconds by tile shape: `fastest` twice as fast as the rest; more layers slower."""
+
+    def time_plan(shape, plan):
+        calls.append((shape, plan))
+        return (1.0 if plan.tiles == fastest else 2.0) * (1 + 0.01 * plan.splits)
+
+    return time_plan
+
+
+def cache_at(tmp_path, gpu="Tesla T4", **versions):
+    device = hardware.datasheet_device(gpu)
+    key = autotune.key(device.name, device.sms, {"driver": "13.0", "nvrtc": "13.0", **versions})
+    return device, autotune.Cache(key, tmp_path)
+
+
+def test_a_class_is_tuned_once_over_its_shortlist_and_its_sample_shapes(tmp_path, capsys):
+    device, cache = cache_at(tmp_path)
+    cls = by_shape.shape_class(333, 777, 129, device.sms)
+    shortlist = by_shape.shortlist(cls, device)
+    calls = []
+    first = autotune.FirstUse(device, fake_timer(shortlist[-1].tiles, calls), cache)
+    choice = first.choose(333, 777, 129)
+    assert first.plans[cls] == shortlist[-1]  # the fastest by the timer, not the model
+    timed = {p for _, p in calls}
+    shapes = {s for s, _ in calls}
+    assert len(calls) == len(shortlist) * len(shapes)
+    assert shapes <= set(by_shape.sample_shapes(cls, device.sms))
+    assert len(timed) <= by_shape.SHORTLIST
+    assert choice == by_shape.scaled(shortlist[-1], cls, 333, 777, 129, device.sms)
+    # Another shape of the class: nothing timed again.
+    calls.clear()
+    first.choose(335, 771, 131)
+    assert calls == []
+    err = capsys.readouterr().err
+    assert err.count("no dispatch table for the Tesla T4") == 1 and "tuned class 1" in err
+    assert f"{autotune.ENV}=0" in err and str(cache.path) in err
+
+
+def test_tuned_plans_round_trip_through_the_cache_and_are_not_timed_again(tmp_path):
+    device, cache = cache_at(tmp_path)
+    calls = []
+    first = autotune.FirstUse(device, fake_timer("64x64", calls), cache)
+    first.choose(333, 777, 129)
+    first.choose(128, 4096, 4096)
+    assert calls and cache.path.exists() and cache.path.parent == tmp_path
+    again = autotune.FirstUse(device, fake_timer("32x64w4", calls := []), autotune.Cache(cache.key, tmp_path))
+    assert again.plans == first.plans
+    again.choose(333, 777, 129)
+    assert calls == []
+    assert not list(tmp_path.glob(".tmp-*"))  # written beside, then renamed
+
+
+def test_the_cache_is_keyed_by_the_gpu_the_versions_and_the_kernels_source(tmp_path, monkeypatch):
+    _, cache = cache_at(tmp_path)
+    cache.save({(0, 0, 1): Plan("64x64", 2)})
+    others = [
+        cache_at(tmp_path, "L4")[1],
+        cache_at(tmp_path, driver="13.1")[1],
+        cache_at(tmp_path, nvrtc="13.2")[1],
+    ]
+    monkeypatch.setattr(autotune, "source_hash", lambda: "another kernel")
+    others.append(cache_at(tmp_path)[1])
+    for other in others:
+        assert other.path != cache.path and other.load() == {}
+    # A file renamed onto another key's name is refused: the key inside must match.
+    others[1].path.write_text(cache.path.read_text())
+    assert others[1].load() == {}
+
+
+@pytest.mark.parametrize(
+    "text", ["{not json", json.dumps({"version": 1, "key": 3}), "[]",
+             json.dumps({"version": 99})]
+)  # fmt: skip
+def test_a_corrupt_cache_is_ignored_with_a_note_and_tuned_anew(tmp_path, capsys, text):
+    device, cache = cache_at(tmp_path)
+    cache.directory.mkdir(exist_ok=True)
+    cache.path.write_text(text)
+    calls = []
+    first = autotune.FirstUse(device, fake_timer("64x64", calls), cache)
+    assert first.plans == {}
+    assert "corrupt" in capsys.readouterr().err
+    first.choose(333, 777, 129)
+    assert calls and autotune.Cache(cache.key, tmp_path).load() == first.plans
+
+
+def test_a_plan_with_a_wrong_output_is_never_chosen(tmp_path):
+    device, cache = cache_at(tmp_path)
+    cls = by_shape.shape_class(333, 777, 129, device.sms)
+    bad = by_shape.shortlist(cls, device)[1]
+
+    def time_plan(shape, plan):
+        return math.inf if plan.tiles == bad.tiles else 1.0 + (plan.tiles != by_shape.SAFE.tiles)
+
+    first = autotune.FirstUse(device, time_plan, cache)
+    first.choose(333, 777, 129)
+    assert first.plans[cls].tiles != bad.tiles
+
+
+def test_sample_shapes_too_long_for_a_quick_timing_are_left_out_but_one(tmp_path):
+    device, _ = cache_at(tmp_path)
+    first = autotune.FirstUse(device, lambda s, p: 1.0, None, max_launch_s=0.0)
+    cls = (4, 3, 1)
+    assert first.shapes(cls) == [min(by_shape.sample_shapes(cls, device.sms), key=math.prod)]
+
+
+def test_sgemm_autotune_0_turns_tuning_and_the_cache_off(tmp_path, monkeypatch):
+    monkeypatch.setenv(autotune.CACHE_ENV, str(tmp_path))
+    device = hardware.datasheet_device("L4")
+    timer_made = []
+
+    def timer():
+        timer_made.append(1)
+        return lambda shape, plan: 1.0
+
+    versions = lambda: {"driver": "13.0"}  # noqa: E731
+    monkeypatch.setenv(autotune.ENV, "0")
+    choose = autotune.chooser("A GPU nobody tuned on", device, timer, versions)
+    for M, N, K in SHAPES:
+        assert choose(M, N, K) == by_shape.device_rule(M, N, K, device)
+    assert timer_made == [] and list(tmp_path.iterdir()) == []
+    monkeypatch.setenv(autotune.ENV, "1")
+    choose = autotune.chooser("A GPU nobody tuned on", device, timer, versions)
+    choose(333, 777, 129)
+    assert timer_made == [1] and list(tmp_path.glob("*.json"))
+
+
+def test_without_tuning_the_cache_is_read_and_never_written(tmp_path, monkeypatch):
+    """The judge's launches (tune=False): what was tuned before, the device's arithmetic
+    for the rest, nothing timed."""
+    monkeypatch.setenv(autotune.CACHE_ENV, str(tmp_path))
+    device = hardware.datasheet_device("L4")
+    versions = lambda: {"driver": "13.0"}  # noqa: E731
+    cls = by_shape.shape_class(333, 777, 129, device.sms)
+    cache = autotune.Cache(autotune.key("Some GPU", device.sms, versions()), tmp_path)
+    cache.save({cls: Plan("64x64w8", 1)})
+    choose = autotune.chooser("Some GPU", device, None, versions, tune=False)
+    assert choose(333, 777, 129) == Plan("64x64w8", 1)
+    assert choose(1001, 777, 513) == by_shape.device_class_plan(1001, 777, 513, device)
+    assert len(list(tmp_path.iterdir())) == 1
+    # With nothing kept, exactly the untuned rule.
+    empty = autotune.chooser("Other GPU", device, None, versions, tune=False)
+    assert empty(4096, 4096, 4096) == by_shape.device_rule(4096, 4096, 4096, device)
+
+
+def test_a_committed_table_wins_over_tuning(monkeypatch, tmp_path):
+    monkeypatch.setenv(autotune.CACHE_ENV, str(tmp_path))
+    device = hardware.datasheet_device("H100 SXM")
+    name = "NVIDIA H100 80GB HBM3"
+    table = by_shape.committed_table(name)
+    assert table is not None
+
+    def timer():
+        raise AssertionError("nothing is timed where a table is committed")
+
+    choose = autotune.chooser(name, device, timer, lambda: {})
+    assert choose(333, 777, 129) == table.choose(333, 777, 129)
+    # Set aside (bench --first-use), the same GPU tunes.
+    aside = autotune.chooser(name, device, lambda: (lambda s, p: 1.0), lambda: {}, table=False)
+    aside(333, 777, 129)
+    assert aside.first_use.tuned
+
+
+def test_the_cache_lives_in_the_users_cache_directory_never_the_repository(monkeypatch, tmp_path):
+    monkeypatch.delenv(autotune.CACHE_ENV, raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert autotune.cache_dir() == tmp_path / "sgemm-course" / "by_shape"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    assert autotune.cache_dir().is_relative_to(autotune.Path.home())
