@@ -1,6 +1,7 @@
 """The benchmark's bookkeeping (no GPU needed): sizes, the CSV merge, the table, the plot."""
 
 import dataclasses
+import math
 
 import pytest
 
@@ -153,9 +154,12 @@ def test_choosing_by_shape_never_loses_to_a_kernel_it_could_have_run(path):
 @pytest.mark.parametrize("path", UNTUNED, ids=lambda p: p.name)
 def test_untuned_step_09_is_never_slower_than_step_08_alone_beyond_noise(path):
     """With tuning off (SGEMM_AUTOTUNE=0, sweep_untuned_<gpu>.csv), the device's
-    arithmetic keeps step 08's plan unless it finds a clear win: 09 reaches 97% of 08
-    at every shape, timed in the same run."""
-    rows = bench.read_csv(path)
-    rate = {(r.kernel, r.M, r.N, r.K): r.gflops for r in rows}
-    for M, N, K in {(r.M, r.N, r.K) for r in rows}:
-        assert rate["09_by_shape", M, N, K] >= 0.97 * rate["08_pipelining", M, N, K], (M, N, K)
+    arithmetic keeps step 08's plan unless it finds a clear win: at every shape, timed
+    in the same run, 09 is slower than 08 by no more than three standard deviations of
+    the two timings' difference (each row's noise, stdev over mean, as the run measured
+    it). The old rule of thumb lost 3.5% at 2048^3 on the H200 with 0.5% noise."""
+    rows = {(r.kernel, r.M, r.N, r.K): r for r in bench.read_csv(path)}
+    for M, N, K in {key[1:] for key in rows}:
+        ours, theirs = rows["09_by_shape", M, N, K], rows["08_pipelining", M, N, K]
+        noise = math.hypot(ours.noise_pct, theirs.noise_pct) / 100
+        assert ours.gflops >= (1 - 3 * noise) * theirs.gflops, (M, N, K)

@@ -222,8 +222,9 @@ def test_graded_runs_split_every_shape_of_the_suite_in_two_to_four_layers():
     # and over the top half of C, in one pass of the suite.
     choose = by_shape.in_turn()
     plans = [choose(s.M, s.N, s.K) for s in SMALL for _ in range(2)]
-    assert {p.tiles for p in plans if isinstance(p, Plan)} == set(by_shape.TILES)
-    assert {p.top.tiles for p in plans if isinstance(p, Bands)} == set(by_shape.TILES)
+    # (Step 08's own, OWN, is 256x128 on the CPU: no SLIDE or SPREAD is built for it.)
+    assert {p.tiles for p in plans if isinstance(p, Plan)} == set(by_shape.CHOICES)
+    assert {p.top.tiles for p in plans if isinstance(p, Bands)} == set(by_shape.CHOICES)
 
 
 def test_the_tuner_keeps_the_plan_best_across_its_class_and_right_at_every_shape():
@@ -389,4 +390,4 @@ def test_tune_09_dry_run_lists_every_class_and_its_plans_without_a_gpu(capsys):
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("the plans tune 09 would time on")
     assert len(lines) == 1 + len(tune_plans.classes())
-    assert all(f"{len(by_shape.TILES)} tile shapes" in line for line in lines[1:])
+    assert all(f"{len(by_shape.CHOICES)} tile shapes" in line for line in lines[1:])

@@ -174,8 +174,8 @@ def test_the_dispatch_explorer_prints_a_table_that_fits_a_narrow_column(capsys):
     pytest.importorskip("ipywidgets")
     explorers.explorer_for("09_by_shape")
     lines = capsys.readouterr().out.splitlines()
-    rows = [line for line in lines if line.split()[0] in explorers.by_shape.TILES]
-    assert len(rows) == len(explorers.by_shape.TILES)
+    rows = [line for line in lines if line.split()[0] in explorers.by_shape.CHOICES]
+    assert len(rows) == len(explorers.by_shape.CHOICES)
     assert max(map(len, lines)) <= 72, max(lines, key=len)
 
 

@@ -653,7 +653,7 @@ def _tune_plans(args) -> int:
             where = ", ".join("x".join(map(str, s)) for s in by_shape.sample_shapes(cls, sms))
             print(
                 f"  {'x'.join(map(str, shape)):<18} {len(plans):3d} plans: "
-                f"{len(by_shape.TILES)} tile shapes, K in {', '.join(map(str, layers))} layers"
+                f"{len(by_shape.CHOICES)} tile shapes, K in {', '.join(map(str, layers))} layers"
                 f" here; timed at {where}"
             )
         return OK

@@ -416,7 +416,7 @@ def dispatch_explorer():
         print(f"rule of thumb on the {gpu_name} ({sms} SMs): {chosen}")
         print(f"each tile shape in {splits} layer{'s' * (splits > 1)} of K:")
         print(f"{'tiles':<11}{'blocks':>7}{'waves':>7}{'SMs busy':>9}{'traffic':>9}")
-        for tiles in by_shape.TILES:
+        for tiles in by_shape.CHOICES:
             c = plan_costs(M, N, K, by_shape.Plan(tiles, splits), sms)
             extra = c.split_bytes / c.product_bytes
             print(f"{tiles:<11}{c.blocks:>7}{c.waves:>7.2f}{c.busy:>9.0%}{f'+{extra:.0%}':>9}")

@@ -56,7 +56,7 @@ def candidates(shape: tuple[int, int, int], sms: int) -> list[Plan]:
     M, N, K = shape
     return [
         Plan(tiles, splits)
-        for tiles in by_shape.TILES
+        for tiles in by_shape.CHOICES
         for splits in SPLITS
         if splits == 1
         or (

@@ -322,8 +322,9 @@ class CpuBackend(Backend):
             except compiler.NvrtcUnavailable:
                 pass
         # A reduction runs inside step 08's kernel at every tile shape the dispatcher
-        # may choose, built here with the rest.
-        gemms = by_shape.gemm_specs() if any(s.contract == "reduce" for s in specs) else {}
+        # may choose (in_turn's), built here with the rest.
+        reduces = any(s.contract == "reduce" for s in specs)
+        gemms = by_shape.gemm_specs(by_shape.CHOICES) if reduces else {}
         try:  # all built before the process confines itself, once
             launches = cpu.launchers([*specs, *gemms.values()], self.scratch)
         except (cpu.UnsupportedOnCpu, cpu.NoCompiler, isolation.IsolationUnavailable) as e:
