@@ -592,7 +592,12 @@ def _grade(args) -> int:
     grades = "" if args.shard else f", grades in {book.csv_path}"
     print(f"feedback in {book.feedback_dir}/{grades}")
     if not args.shard:  # the shards' merge writes it, with every shard's grades
-        print(f"the class's report: {report.write(book, summary.not_graded)}")
+        try:
+            print(f"the class's report: {report.write(book, summary.not_graded)}")
+        except KeyboardInterrupt:  # every grade is kept; only the report is left to write
+            print(f"interrupted: the report was not written; python -m autograder report "
+                  f"{book.feedback_dir.parent} writes it")  # fmt: skip
+            return WRONG
     return WRONG if summary.not_graded else OK
 
 

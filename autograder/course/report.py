@@ -14,9 +14,10 @@ The class report shows:
 - each test's pass rate and the distribution of the totals (two figures);
 - the class's causes: every diagnosed cause of a failing test (autograder.judge.diagnosis),
   counted over students, most common first, with who, an example message and its line.
-  Students' causes are one cause when their diagnosis is of one kind and their lines
-  stand for the same statement of the step's own kernel (autograder.judge.aligned, at
-  grading time): that key does not depend on a learner's line numbers or names. A cause
+  Students' causes are one cause when their diagnosis is of one kind, confirmed by a
+  repair of one rule (a comparison, a term, ...), on lines that stand for the same
+  statement of the step's own kernel (autograder.judge.aligned, at grading time): that
+  key does not depend on a learner's line numbers or names. A cause
   with no such statement (no line confirmed, or a kernel that does not read as the
   step's) is keyed by its kind and its words with the learner's code, places and
   numbers taken out;
@@ -204,7 +205,7 @@ def class_causes(grades: list[Grade]) -> list[ClassCause]:
             continue
         for record in _records(grade):
             if record.get("reference_line"):
-                key = (record["kind"], record["reference_line"])
+                key = (record["kind"], record["reference_line"], record.get("rule", ""))
             else:
                 key = (record["kind"], _words(record["message"]))
             cause = groups.setdefault(
@@ -459,9 +460,10 @@ def _causes_section(graded: list[Grade], link) -> str:
     return (
         f"<p>Every cause the grader diagnosed in a failing test, counted over the {len(graded)} "
         "kernels graded by every test, most common first. Students share a cause when its "
-        "kind is the same and their lines stand for the same statement of the step's own "
-        "kernel; without such a statement, when its words are the same but for their own code, "
-        "lines and numbers. Each with one student's message as an example.</p>"
+        "kind and the kind of change that repairs it are the same and their lines stand for the "
+        "same statement of the step's own kernel; without such a statement, when its words are "
+        "the same but for their own code, lines and numbers. Each with one student's message as "
+        "an example.</p>"
         + _table(["students", "cause, and an example", "who"], rows, {0})
     )
 

@@ -67,7 +67,7 @@ class Grade:
     reference_gflops: list[float] = field(default_factory=list)
     gflops_error: list[float] = field(default_factory=list)
     # Each cause of a failing test, diagnosed (autograder.judge.diagnosis), as data:
-    # {test, kind, line, reference_line, statement, message, evidence, cases, of}.
+    # {test, kind, rule, line, reference_line, statement, message, evidence, cases, of}.
     causes: list[dict] = field(default_factory=list)
     grader: str = ""  # the grader's version (gradebook.grader_version), stamped when kept
 
@@ -201,6 +201,7 @@ def _causes(evaluation, submission: Submission, step: Step, source: str) -> list
             found.append({
                 "test": test.id,
                 "kind": d.kind if d is not None else "",
+                "rule": d.rule if d is not None else "",
                 "line": line,
                 "reference_line": known[0] if known else None,
                 "statement": known[1] if known else "",
@@ -211,7 +212,7 @@ def _causes(evaluation, submission: Submission, step: Step, source: str) -> list
             })  # fmt: skip
         if not causes:
             first = submission.in_own_lines(problem.splitlines()[0], step)
-            found.append({"test": test.id, "kind": "", "line": None, "reference_line": None,
+            found.append({"test": test.id, "kind": "", "rule": "", "line": None, "reference_line": None,
                           "statement": "", "message": first, "evidence": "", "cases": 0,
                           "of": 0})  # fmt: skip
     return found
