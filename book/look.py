@@ -1,6 +1,7 @@
 """Look at the built book as a reader would: every page at a desktop and a phone width.
 
     python book/look.py _build/html OUT_DIR
+    python book/look.py PAGE.html [PAGE.html ...] OUT_DIR    # those pages alone
 
 Opens every page of the built book in headless Chromium (through Playwright, with the
 system's Chromium: no browser is downloaded) at 1280 and 390 px wide, saves a
@@ -464,6 +465,12 @@ def look_counted(html: Path, out: Path, found: list[Path] | None = None) -> tupl
 
 
 if __name__ == "__main__":
-    found, count = look_counted(Path(sys.argv[1]), Path(sys.argv[2]))
+    # look.py BUILD OUT: every page of a built book; look.py PAGE.html [...] OUT: those
+    # pages (a class report and a student's page: autograder/course/report.py).
+    *where, out = map(Path, sys.argv[1:])
+    if where[0].suffix == ".html":
+        found, count = look_counted(where[0].parent, out, where)
+    else:
+        found, count = look_counted(where[0], out)
     print("\n".join([*found, count]))
     sys.exit(1 if found else 0)
