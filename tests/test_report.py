@@ -90,8 +90,10 @@ def class_of_six(tmp_path):
         _grade("dario", **_fast(21100)),  # within celeste's spread: a tie
         _grade("esme", **_fast(16000)),
         _grade("farid", earned=(0, 0, 0), status="compile error"),
+        _grade("greta", earned=(0, 0, 0), status="compile error"),
     ]
-    grades[-1].tests[0].message = "farid.cu(12): error: expected a \";\""
+    grades[-2].tests[0].message = "farid.cu(12): error: expected a \";\""
+    grades[-1].tests[0].message = "greta.cu:3: #include: not allowed in a course kernel"
     return _book(tmp_path, grades)
 
 
@@ -102,6 +104,7 @@ def test_the_class_report_counts_a_cause_over_students_whose_lines_differ(class_
     text = path.read_text()
     assert "2 of 5" in text and "blockRow + r &lt; M &amp;&amp; k0 + c &lt; K" in text
     assert "compile error" in text and "they fix it and hand it in again" in text
+    assert "refused</td>" in text and "the grader refused to build it" in text
     assert 'href="students/amara.html"' in text
     assert "http" not in text.replace("http-equiv", "")  # nothing from a network
 

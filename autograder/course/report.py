@@ -391,7 +391,8 @@ def _version(grade: Grade, current: str) -> str:
 def _status_of(grade: Grade) -> str:
     """A grade's status, with a compile error that is the grader's refusal named so."""
     first = grade.tests[0].message if grade.tests else ""
-    if grade.status == "compile error" and "refus" in first.lower():
+    refused = "not allowed in a course kernel" in first or "refus" in first.lower()
+    if grade.status == "compile error" and refused:  # run.device_only's HostCode
         return "refused"
     return grade.status
 
