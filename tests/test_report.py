@@ -109,6 +109,23 @@ def test_the_class_report_counts_a_cause_over_students_whose_lines_differ(class_
     assert "http" not in text.replace("http-equiv", "")  # nothing from a network
 
 
+def test_one_repair_on_one_statement_is_one_cause_however_its_kind_was_named(tmp_path):
+    def cause(kind, rule):
+        return {**_bound("x", 58), "kind": kind, "rule": rule, "reference_line": 58}
+
+    grades = [
+        _grade("anouk", earned=(0, 0, 3), causes=[cause("index", "add term")]),
+        _grade("dario", earned=(0, 0, 3), causes=[cause("line", "add term")]),
+        _grade("leona", earned=(0, 0, 3), causes=[cause("line", "swap indices")]),
+    ]
+    causes = report.class_causes(grades)
+    assert [(sorted(c.students), c.kinds) for c in causes] == [
+        (["anouk", "dario"], ["index", "line"]), (["leona"], ["line"])
+    ]
+    text = report.write(_book(tmp_path, grades)).read_text()
+    assert "an index mistake that reproduces C exactly; or a mistake one change" in text
+
+
 def test_the_leaderboard_ranks_verified_speeds_with_ties_within_their_spread(class_of_six):
     boards = report.leaderboard([class_of_six.get(s) for s in class_of_six.students()])
     (device, entries), = boards.items()

@@ -14,10 +14,11 @@ The class report shows:
 - each test's pass rate and the distribution of the totals (two figures);
 - the class's causes: every diagnosed cause of a failing test (autograder.judge.diagnosis),
   counted over students, most common first, with who, an example message and its line.
-  Students' causes are one cause when their diagnosis is of one kind, confirmed by a
-  repair of one rule (a comparison, a term, ...), on lines that stand for the same
-  statement of the step's own kernel (autograder.judge.aligned, at grading time): that
-  key does not depend on a learner's line numbers or names. A cause
+  Students' causes are one cause when a repair of one rule (a comparison, a term, ...)
+  confirmed them on lines that stand for the same statement of the step's own kernel
+  (autograder.judge.aligned, at grading time), or, with no rule, when their diagnosis
+  is of one kind on such lines: that key does not depend on a learner's line numbers
+  or names. A cause
   with no such statement (no line confirmed, or a kernel that does not read as the
   step's) is keyed by its kind and its words with the learner's code, places and
   numbers taken out;
@@ -41,6 +42,7 @@ import hashlib
 import html
 import re
 import statistics
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -177,6 +179,13 @@ class ClassCause:
     students: dict  # student -> their cause record (the first of theirs)
 
     @property
+    def kinds(self) -> list[str]:
+        """The kinds its students' diagnoses gave, the most frequent first: one mistake
+        repaired alike may be named more or less exactly from its evidence."""
+        counted = Counter(r["kind"] for r in self.students.values())
+        return [k for k, _ in counted.most_common()]
+
+    @property
     def example(self) -> tuple[str, dict]:
         student = sorted(self.students)[0]
         return student, self.students[student]
@@ -197,6 +206,19 @@ def _records(grade: Grade) -> list[dict]:
     return found
 
 
+def _key(record: dict) -> tuple:
+    """What makes two students' causes one: the repair's rule on the step's statement
+    where a repair confirmed the line (the same mistake, however strong the evidence
+    that named its kind: an index mistake reproduced exactly, or only repaired); the
+    kind on that statement where no rule is known; else the kind and the words."""
+    statement, rule = record.get("reference_line"), record.get("rule", "")
+    if statement and rule:
+        return ("repaired", statement, rule)
+    if statement:
+        return (record["kind"], statement)
+    return (record["kind"], _words(record["message"]))
+
+
 def class_causes(grades: list[Grade]) -> list[ClassCause]:
     """Every cause of the graded students, counted over students, most common first."""
     groups: dict[tuple, ClassCause] = {}
@@ -204,10 +226,7 @@ def class_causes(grades: list[Grade]) -> list[ClassCause]:
         if grade.status != GRADED:
             continue
         for record in _records(grade):
-            if record.get("reference_line"):
-                key = (record["kind"], record["reference_line"], record.get("rule", ""))
-            else:
-                key = (record["kind"], _words(record["message"]))
+            key = _key(record)
             cause = groups.setdefault(
                 key,
                 ClassCause(record["kind"], record.get("statement", ""),
@@ -444,8 +463,8 @@ def _causes_section(graded: list[Grade], link) -> str:
     rows = []
     for c in causes:
         student, record = c.example
-        what = KINDS.get(c.kind, "no cause diagnosed: the run stopped, or was graded before "
-                         "causes were recorded")  # fmt: skip
+        unknown = "no cause diagnosed: the run stopped, or was graded before causes were recorded"
+        what = "; or ".join(KINDS.get(kind, unknown) for kind in c.kinds)
         where = ""
         if c.statement:
             where = (f"<br>The step's statement: <code>{html.escape(c.statement)}</code> "
@@ -460,11 +479,11 @@ def _causes_section(graded: list[Grade], link) -> str:
         ])  # fmt: skip
     return (
         f"<p>Every cause the grader diagnosed in a failing test, counted over the {len(graded)} "
-        "kernels graded by every test, most common first. Students share a cause when its "
-        "kind and the kind of change that repairs it are the same and their lines stand for the "
-        "same statement of the step's own kernel; without such a statement, when its words are "
-        "the same but for their own code, lines and numbers. Each with one student's message as "
-        "an example.</p>"
+        "kernels graded by every test, most common first. Students share a cause when one "
+        "kind of change repairs it on lines that stand for the same statement of the step's "
+        "own kernel (or, where no repair confirmed a line, when its kind is the same there); "
+        "without such a statement, when its words are the same but for their own code, lines "
+        "and numbers. Each with one student's message as an example.</p>"
         + _table(["students", "cause, and an example", "who"], rows, {0})
     )
 
