@@ -1,6 +1,7 @@
 """Look at the built book as a reader would: every page at a desktop and a phone width.
 
     python book/look.py _build/html OUT_DIR
+    python book/look.py PAGE.html [PAGE.html ...] OUT_DIR    # those pages alone
 
 Opens every page of the built book in headless Chromium (through Playwright, with the
 system's Chromium: no browser is downloaded) at 1280 and 390 px wide, saves a
@@ -242,9 +243,10 @@ def pages(html: Path) -> list[Path]:
     return sorted((html / "book").glob("*.html"))
 
 
-def png_text(path: Path) -> dict[str, str]:
-    """The text chunks (tEXt) of a PNG file: {} where it has none or is not a PNG."""
-    data = path.read_bytes()
+def png_text(path: Path | bytes) -> dict[str, str]:
+    """The text chunks (tEXt) of a PNG file (or its bytes): {} where it has none or is
+    not a PNG."""
+    data = path if isinstance(path, bytes) else path.read_bytes()
     if data[:8] != b"\x89PNG\r\n\x1a\n":
         return {}
     found, at = {}, 8
@@ -264,17 +266,39 @@ def _local(src: str) -> Path | None:
     return Path(unquote(url.path)) if url.scheme == "file" else None
 
 
+# A figure inside its page, as a self-contained page has them (the class report that
+# autograder.course.report writes): a PNG in a data: URI.
+INLINE_PNG = "data:image/png;base64,"
+
+
+def _png(src: str) -> bytes | None:
+    """The bytes of an image that is a PNG inside its page, or None."""
+    if not src.startswith(INLINE_PNG):
+        return None
+    import base64
+
+    return base64.b64decode(src[len(INLINE_PNG) :])
+
+
+def _name(src: str) -> str:
+    """An image's name in a problem: its file's, or an inline PNG's first bytes."""
+    path = _local(src)
+    if path is None:
+        return f"an inline PNG ({src[len(INLINE_PNG) : len(INLINE_PNG) + 12]}…)"
+    return path.name if len(path.name) < 24 else path.name[:12] + "…" + path.suffix
+
+
 def _shrunk(img: dict) -> bool:
     return 0 < img["shown"] < img["natural"] - 0.5
 
 
 def _figure(img: dict) -> bool:
-    """Whether an image is one of the book's figures (a PNG in the build's _images/,
-    loaded and shown), not the theme's icons or a remote image."""
+    """Whether an image is one of the book's figures (a PNG in the build's _images/, or
+    inside the page, loaded and shown), not the theme's icons or a remote image."""
     path = _local(img["src"])
     return bool(
-        path and img["loaded"] and img["shown"]
-        and path.suffix.lower() == ".png" and "_images" in path.parts
+        img["loaded"] and img["shown"]
+        and (_png(img["src"]) or path and path.suffix.lower() == ".png" and "_images" in path.parts)
     )  # fmt: skip
 
 
@@ -285,11 +309,11 @@ def _image_problems(images: list[dict], fitted: bool) -> tuple[list[str], int, i
     must be shown at its own size at this width."""
     problems, figures, remote = [], 0, 0
     for img in images:
-        path = _local(img["src"])
-        if path is None:
+        path, inline = _local(img["src"]), _png(img["src"])
+        if path is None and inline is None:
             remote += 1
             continue
-        name = path.name if len(path.name) < 24 else path.name[:12] + "…" + path.suffix
+        name = _name(img["src"])
         if not img["loaded"]:
             problems.append(f"image: {name} does not load")
             continue
@@ -313,7 +337,7 @@ def _image_problems(images: list[dict], fitted: bool) -> tuple[list[str], int, i
             shown = img["enlarged"]  # its text is read enlarged
         elif img["hint"]:
             problems.append(f"figure: {name} fits, yet a line says a tap enlarges it")
-        size = png_text(path).get(TEXT_KEY)
+        size = png_text(inline or path).get(TEXT_KEY)
         if size is None:
             problems.append(
                 f"small text: figure {name} does not say how small its text is "
@@ -369,7 +393,7 @@ def _enlarge(page, images: list[dict]) -> list[str]:
         try:
             imgs.nth(i).click(timeout=5000)
         except Error as e:
-            problems.append(f"figure: {_local(images[i]['src']).name} cannot be tapped: {e}")
+            problems.append(f"figure: {_name(images[i]['src'])} cannot be tapped: {e}")
         return imgs.nth(i).evaluate(_WIDTH)
 
     for i in shrunk:
@@ -378,7 +402,7 @@ def _enlarge(page, images: list[dict]) -> list[str]:
         problems += page.evaluate(_OVERFLOWING)
     for i in shrunk:
         if tap(i) > images[i]["shown"] + 0.5:
-            problems.append(f"figure: {_local(images[i]['src']).name} stays enlarged after a tap")
+            problems.append(f"figure: {_name(images[i]['src'])} stays enlarged after a tap")
     return problems
 
 
@@ -388,14 +412,15 @@ def look(html: Path, out: Path) -> list[str]:
     return problems
 
 
-def look_counted(html: Path, out: Path) -> tuple[list[str], str]:
-    """The problems, and a line that counts what was checked."""
+def look_counted(html: Path, out: Path, found: list[Path] | None = None) -> tuple[list[str], str]:
+    """The problems, and a line that counts what was checked; found: the pages to look
+    at (by default every page of the built book in html)."""
     from playwright.sync_api import sync_playwright
 
     problems: list[str] = []
     out.mkdir(parents=True, exist_ok=True)
     figures = remote = shrunk = 0
-    found = pages(html)
+    found = pages(html) if found is None else found
     with sync_playwright() as p:
         browser = chromium(p)
         for name, (width, height) in WIDTHS.items():
@@ -440,6 +465,12 @@ def look_counted(html: Path, out: Path) -> tuple[list[str], str]:
 
 
 if __name__ == "__main__":
-    found, count = look_counted(Path(sys.argv[1]), Path(sys.argv[2]))
+    # look.py BUILD OUT: every page of a built book; look.py PAGE.html [...] OUT: those
+    # pages (a class report and a student's page: autograder/course/report.py).
+    *where, out = map(Path, sys.argv[1:])
+    if where[0].suffix == ".html":
+        found, count = look_counted(where[0].parent, out, where)
+    else:
+        found, count = look_counted(where[0], out)
     print("\n".join([*found, count]))
     sys.exit(1 if found else 0)

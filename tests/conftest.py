@@ -71,6 +71,7 @@ QUICK = {
     "test_judge",
     "test_reduction",
     "test_registry",
+    "test_report",
     "test_timing",
     "test_typed_csv",
 }

@@ -6,6 +6,13 @@ running anything: EXPECTED gives the points per test on a GPU; on the CPU the
 speed test scores zero for everyone.
 
     python tests/planted_class.py DIR [--students N]   # write a class of N (for the GPU runs)
+    python tests/planted_class.py DIR --mistakes [--students N]   # a class for the report
+
+The last is a class as an instructor meets one, for the class report
+(autograder/course/report.py): of 40, most with one of ten single-point mistakes
+made by the rules the mutants are made by (autograder/judge/edits.py), several
+students each, some correct, one slow, one that does not compile and one whose
+file cannot be read; every kernel's source and line numbers its own.
 """
 
 from __future__ import annotations
@@ -16,6 +23,7 @@ import shutil
 from pathlib import Path
 
 from autograder import KernelSpec
+from autograder.judge import edits
 from autograder.ladder import registry
 from autograder.run.kernel import substituted
 
@@ -126,6 +134,77 @@ def write_large_class(root: Path, students: int, timing_variants: bool = False) 
         (root / f"s{i:03d}_{kind}.cu").write_text(kernel_source(kind))
 
 
+# The class report's mistakes: (line of the step's kernel, rule, the expression before,
+# after), and how many of the 40 students make each. Several make the same one, each in
+# a kernel of their own, as a class does.
+MISTAKES = (
+    ((40, "drop condition", "blockRow + r < M && k0 + c < K", "blockRow + r < M"), 7),
+    ((47, "drop condition", "k0 + r < K && blockCol + c < N", "k0 + r < K"), 5),
+    ((41, "drop term", "(blockRow + r) * K + k0", "(blockRow + r) * K"), 4),
+    ((40, "relational", "k0 + c < K", "k0 + c <= K"), 3),
+    ((58, "swap indices", "As[threadRow * TM + m][k]", "As[k][threadRow * TM + m]"), 2),
+    ((58, "drop term", "threadRow * TM + m", "threadRow * TM"), 2),
+    ((71, "drop barrier", "__syncthreads();", ";"), 2),
+    ((77, "drop term", "blockRow + threadRow * TM", "threadRow * TM"), 2),
+    ((48, "dimension", "N", "K"), 1),
+    ((55, "relational", "k < BK", "k <= BK"), 1),
+)
+NAMES = (
+    "amara", "bodhi", "celeste", "dario", "esme", "farid", "greta", "hugo", "ines", "jonas",
+    "kiri", "lorcan", "maeve", "nikhil", "oona", "pavel", "quinn", "rosalind", "soren",
+    "tamsin", "ulrich", "vesna", "wren", "xiomara", "yusuf", "zelda", "anouk", "bertil",
+    "cosima", "dmitri", "elodie", "fennel", "gideon", "halima", "idris", "juno", "kasimir",
+    "leona", "marlow", "nadia",
+)  # fmt: skip
+
+
+def mistaken(line: int, rule: str, before: str, after: str) -> str:
+    """The step's kernel with one mistake: the single-point edit of autograder.judge.edits
+    at `line` by `rule` that turns `before` into `after`."""
+    from autograder.run.syntax import Source
+
+    source = KernelSpec.from_step(STEP).source
+    found = [e for e in edits.mutants(source)
+             if (e.line, e.operator, e.before.strip()) == (line, rule, before)
+             and (e.text.strip() == after or e.operator == "drop barrier")]  # fmt: skip
+    if not found:
+        raise LookupError(f"no {rule} of {before!r} at line {line} of {STEP.path.name}")
+    return found[0].apply(Source.parse(source))
+
+
+def write_mistakes_class(root: Path, students: int = 40) -> dict[str, str]:
+    """A class of `students` .cu files (40 at most) for the class report: the MISTAKES,
+    the rest correct but one slow, one compile error and one unreadable file; each
+    kernel with its own comment lines on top (so its lines are its own). Returns each
+    student's kind."""
+    kinds = [f"{rule} at {line}: {before} -> {after}"
+             for (line, rule, before, after), n in MISTAKES for _ in range(n)]  # fmt: skip
+    extra = ["slow", "compile_error", "unreadable"]
+    kinds = kinds[: max(0, students - len(extra) - 1)]
+    kinds = kinds + extra + ["correct"] * (students - len(kinds) - len(extra))
+    sources = {m: mistaken(*m) for m, _ in MISTAKES}
+    root.mkdir(parents=True, exist_ok=True)
+    planted = {}
+    # Spread the kinds over the names, so that a name says nothing of its kind.
+    for i, (name, kind) in enumerate(zip(NAMES, itertools.islice(_shuffled(kinds), students))):
+        planted[name] = kind
+        if kind == "unreadable":
+            (root / f"{name}.ipynb").write_text("{ this is not a notebook")
+            continue
+        mistake = next((m for m, _ in MISTAKES if kind.startswith(f"{m[1]} at {m[0]}:")), None)
+        kernel = sources[mistake] if mistake else kernel_source(kind)
+        header = f"// draft {i}\n" + "".join(f"// note {j}\n" for j in range(i % 4))
+        (root / f"{name}.cu").write_text(header + kernel)
+    return planted
+
+
+def _shuffled(items: list) -> list:
+    """items in a fixed order that mixes them (every 7th, around: 7 and 40 share no factor)."""
+    n = len(items)
+    step = next(s for s in (7, 11, 13, 17) if n % s)
+    return [items[(i * step) % n] for i in range(n)]
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("dir", type=Path)
@@ -133,8 +212,14 @@ if __name__ == "__main__":
     parser.add_argument(
         "--timing-variants", action="store_true", help="correct kernels of several speeds"
     )
+    parser.add_argument(
+        "--mistakes", action="store_true", help="a class of single-point mistakes, for the report"
+    )
     args = parser.parse_args()
-    if args.students:
+    if args.mistakes:
+        for student, kind in write_mistakes_class(args.dir, args.students or 40).items():
+            print(f"{student}: {kind}")
+    elif args.students:
         write_large_class(args.dir, args.students, args.timing_variants)
     else:
         write_class(args.dir)

@@ -305,6 +305,10 @@ def test_merge_names_the_students_not_graded_yet(tmp_path):
     assert result.returncode == 1
     assert "not graded yet: s001_correct" in result.stdout
     assert [r["student"] for r in read_csv(out)] == ["s000_correct"]
+    # The class's report is written with the merged grades, and names who is missing.
+    report = Gradebook.of(tmp_path / "class", STEP).feedback_dir.parent / "report.html"
+    assert f"the class's report: {report}" in result.stdout
+    assert "s001_correct</td><td data-label=\"why\">not graded yet" in report.read_text()
 
 
 @pytest.mark.parametrize(

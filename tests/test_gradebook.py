@@ -72,6 +72,9 @@ def test_the_grades_live_beside_the_class_folder_named_after_it(tmp_path):
         "class.grades/05_blocktiling_2d/feedback/ann.json",
         "class.grades/05_blocktiling_2d/feedback/bob.json",
         "class.grades/05_blocktiling_2d/grades.csv",
+        "class.grades/05_blocktiling_2d/report.html",  # the class's report, and their pages
+        "class.grades/05_blocktiling_2d/students/ann.html",
+        "class.grades/05_blocktiling_2d/students/bob.html",
         "class/ann.cu",
         "class/bob.cu",
     ]

@@ -186,6 +186,20 @@ def test_a_figure_with_small_text_at_its_own_size_is_reported(tmp_path):
     assert any("small text" in p and "8.3px" in p for p in problems), problems
 
 
+def test_a_figure_inside_its_page_is_measured_as_one_in_images(tmp_path):
+    """A self-contained page (the class report) holds its figures as data: URIs."""
+    import base64
+
+    import look
+
+    for points, small in ((6, True), (8, False)):
+        png = (tmp_path / "html" / figure(tmp_path, points).removeprefix("../")).read_bytes()
+        inline = f"<img src='{look.INLINE_PNG}{base64.b64encode(png).decode()}'>"
+        problems, count = look.look_counted(page(tmp_path, inline), tmp_path / "s")
+        assert any("small text: figure an inline PNG" in p for p in problems) == small, problems
+        assert "2 figures' text measured" in count
+
+
 def test_a_figure_that_does_not_say_its_text_size_is_reported(tmp_path):
     import look
 

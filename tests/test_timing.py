@@ -363,3 +363,27 @@ def test_the_exact_sample_keeps_nothing_a_kernel_could_read_back():
 
 def test_gflops_counts_two_operations_per_multiply_add():
     assert timing.gflops(1000, 1000, 1000, 2.0) == 1.0
+
+
+def test_an_accepted_speed_keeps_the_reference_and_the_spread_beside_each_timing():
+    """What the class report's leaderboard shows (autograder/course/report.py): the
+    reference kernel's GFLOP/s timed with each timing, and how far another timing of
+    the kernel may move (the standard error of its launches), in the order of `gflops`."""
+    from types import SimpleNamespace
+
+    size = (4096, 4096, 4096)
+
+    def timed(yours, reference):
+        return {"yours": Measurement("yours", size, yours),
+                "reference": Measurement("reference", size, reference)}  # fmt: skip
+
+    steady = [1.0e-3, 1.001e-3, 0.999e-3] * 4
+    slower = [1.1e-3, 1.102e-3, 1.098e-3] * 4
+    outcome = SimpleNamespace(
+        measurements=[timed(slower, steady), timed(steady, steady)], device_name="a GPU",
+        peak_gflops=1e6, tf32_peak_gflops=1e6,
+    )  # fmt: skip
+    speed = verdicts.judge_speed(outcome, registry.step("05"), verdicts.grading_config())
+    assert speed.minimum is not None and speed.gflops == sorted(speed.gflops)
+    assert speed.reference == [round(Measurement("r", size, steady).gflops, 1)] * 2
+    assert len(speed.error) == 2 and all(0 < e < 0.01 for e in speed.error)

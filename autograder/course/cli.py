@@ -277,6 +277,18 @@ def _parser() -> argparse.ArgumentParser:
     )
     g.add_argument("--quiet", action="store_true", help="no progress bar")
 
+    r = sub.add_parser(
+        "report",
+        help="rebuild a class's report from its gradebook (instructors)",
+        description="Rebuild, from the feedback files of GRADEBOOK (<folder>.grades/<step>/, "
+        "as grade writes it), the class report GRADEBOOK/report.html (each test's pass rate, "
+        "the points, what the class got wrong by diagnosed cause with who, the verified "
+        "speeds per GPU, who was not graded and why) and a page per student to hand back, "
+        "GRADEBOOK/students/<student>.html. grade and grade --merge do it after grading. "
+        "Each page is one file that needs no network.",
+    )
+    r.add_argument("gradebook", type=Path, metavar="GRADEBOOK")
+
     pr = sub.add_parser(
         "profile",
         help="read a kernel's hardware counters with Nsight Compute",
@@ -565,6 +577,7 @@ def _profile(args) -> int:
 
 def _grade(args) -> int:
     from ..grade.gradebook import Gradebook
+    from . import report
 
     step = registry.step(args.assignment)
     if not step.is_cuda:
@@ -575,6 +588,7 @@ def _grade(args) -> int:
     if args.merge:
         rows, missing = batch.merge(args.submissions, step, book)
         print(f"{rows} students written to {book.csv_path}")
+        print(f"the class's report: {report.write(book, missing)}")
         if missing:
             print(f"not graded yet: {', '.join(missing)} (run grade again to finish)")
         return WRONG if missing else OK
@@ -605,7 +619,22 @@ def _grade(args) -> int:
     print(summary)
     grades = "" if args.shard else f", grades in {book.csv_path}"
     print(f"feedback in {book.feedback_dir}/{grades}")
+    if not args.shard:  # the shards' merge writes it, with every shard's grades
+        try:
+            print(f"the class's report: {report.write(book, summary.not_graded)}")
+        except KeyboardInterrupt:  # every grade is kept; only the report is left to write
+            print(f"interrupted: the report was not written; python -m autograder report "
+                  f"{book.feedback_dir.parent} writes it")  # fmt: skip
+            return WRONG
     return WRONG if summary.not_graded else OK
+
+
+def _report(args) -> int:
+    from . import report
+
+    path = report.write(report.gradebook_of(args.gradebook))
+    print(f"the class's report: {path}, a page per student in {path.parent / report.PAGES}/")
+    return OK
 
 
 def _tune(args) -> int:
@@ -716,6 +745,7 @@ def main(argv=None) -> int:
         "bench": _bench,
         "notebooks": _notebooks,
         "grade": _grade,
+        "report": _report,
         "tune": _tune,
         "profile": _profile,
         "sass": _sass,

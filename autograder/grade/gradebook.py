@@ -144,7 +144,11 @@ class Gradebook:
 
     def put(self, grade: Grade) -> None:
         """Save a grade as grading.grade made it (its fingerprint is its kernel's)."""
-        record = {**grade.to_json(), "fingerprint": self._stamped(grade.fingerprint)}
+        record = {
+            **grade.to_json(),
+            "fingerprint": self._stamped(grade.fingerprint),
+            "grader": self.grader,
+        }
         write_atomically(self._path(grade.student), json.dumps(record, indent=1) + "\n")
 
     def write_csv(self, roster: list[str]) -> int:

@@ -13,7 +13,8 @@ import time
 import traceback
 from dataclasses import asdict, dataclass, field
 
-from ..judge import verdicts
+from ..judge import aligned, verdicts
+from ..judge.causes import by_cause
 from ..judge.job import GraderFault
 from ..ladder.registry import Step
 from ..run import contract
@@ -55,10 +56,20 @@ class Grade:
     status: str = GRADED
     tests: list[Score] = field(default_factory=list)
     gflops: list[float] = field(default_factory=list)  # one per timing
-    minimum_gflops: float | None = None
+    minimum_gflops: float | None = None  # None: not timed, or its timings were rejected
     device: str = ""
     graded_at: str = ""
     seconds: float = 0.0
+    # Recorded since the class report (autograder.course.report) reads them; a record
+    # written before has none of them, and reads as it did.
+    # Beside each timing in `gflops`: the reference kernel's GFLOP/s timed with it, and
+    # the relative standard error of the kernel's launches.
+    reference_gflops: list[float] = field(default_factory=list)
+    gflops_error: list[float] = field(default_factory=list)
+    # Each cause of a failing test, diagnosed (autograder.judge.diagnosis), as data:
+    # {test, kind, rule, line, reference_line, statement, message, evidence, cases, of}.
+    causes: list[dict] = field(default_factory=list)
+    grader: str = ""  # the grader's version (gradebook.grader_version), stamped when kept
 
     @property
     def total(self) -> int:
@@ -158,6 +169,8 @@ def _run_tests(result: Grade, submission: Submission, step: Step, options: Optio
         False, "the performance test needs a GPU: graded on the CPU, it scores zero"
     )
     result.gflops, result.minimum_gflops = speed.gflops, speed.minimum
+    result.reference_gflops, result.gflops_error = speed.reference, speed.error
+    result.causes = _causes(evaluation, submission, step, source)
     for test in rubric.CUDA_TESTS:
         if test.suite:
             problem = evaluation.problems[test.suite]
@@ -167,3 +180,39 @@ def _run_tests(result: Grade, submission: Submission, step: Step, options: Optio
         earned = test.points if passed else 0
         message = submission.in_own_lines(message or "", step)
         result.tests.append(Score(test.id, test.points, earned, message))
+
+
+def _causes(evaluation, submission: Submission, step: Step, source: str) -> list[dict]:
+    """Every cause of each failing test as data, for the class report: its diagnosis's
+    kind, the learner's line and the step's statement it stands for (judge.aligned),
+    and its words as the learner reads them. A test that failed with no case to blame
+    (the run stopped: a hang, a crash) has its message's first line, with no kind."""
+    found = []
+    for test in rubric.CUDA_TESTS:
+        problem = test.suite and evaluation.problems[test.suite]
+        if not problem:
+            continue
+        shapes = verdicts.SUITES[test.suite]
+        causes = by_cause([c for c in evaluation.report.cases if c.shape in shapes])
+        for cause in causes:
+            d = cause.diagnosis
+            line = d.line if d is not None else None
+            known = line and aligned.on_reference(source, step.source(), line)
+            found.append({
+                "test": test.id,
+                "kind": d.kind if d is not None else "",
+                "rule": d.rule if d is not None else "",
+                "line": line,
+                "reference_line": known[0] if known else None,
+                "statement": known[1] if known else "",
+                "message": submission.in_own_lines(str(d) if d else cause.cases[0].message, step),
+                "evidence": d.evidence if d is not None else "",
+                "cases": len(cause.cases),
+                "of": cause.of,
+            })  # fmt: skip
+        if not causes:
+            first = submission.in_own_lines(problem.splitlines()[0], step)
+            found.append({"test": test.id, "kind": "", "rule": "", "line": None, "reference_line": None,
+                          "statement": "", "message": first, "evidence": "", "cases": 0,
+                          "of": 0})  # fmt: skip
+    return found

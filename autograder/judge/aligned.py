@@ -56,6 +56,42 @@ def repairs(text: str, reference: str) -> list[Edit]:
     return found
 
 
+def on_reference(text: str, reference: str, line: int) -> tuple[int, str] | None:
+    """The step's statement that the learner's statement on `line` stands for, as (its
+    line in `reference`, its text), aligned as `repairs` aligns them: one the same text,
+    or one of a run written otherwise in the same place (a single changed statement
+    stands for the step's statement it replaced). None where the kernel does not read as
+    the step does, or the line is in no statement, or in one the step lacks. It lets a
+    class's mistakes be counted by the step's statement, whatever lines and names each
+    learner's kernel has around it."""
+    ours, theirs = Kernel.parse(text), Kernel.parse(reference)
+    mine, steps = _statements(ours), _statements(theirs)
+    covering = [j for j, (n, _) in enumerate(mine)
+                if ours.line(n) <= line <= ours.source.line(n.end_point.row)
+                and not _loop_counter(n)]  # fmt: skip
+    if not covering:
+        return None
+    j = min(covering, key=lambda j: mine[j][0].end_byte - mine[j][0].start_byte)  # innermost
+    matcher = difflib.SequenceMatcher(None, [s[1] for s in steps], [s[1] for s in mine],
+                                      autojunk=False)  # fmt: skip
+    blocks = matcher.get_opcodes()
+    if 2 * sum(i2 - i1 for tag, i1, i2, _, _ in blocks if tag == "equal") < len(steps):
+        return None
+    for tag, i1, i2, j1, j2 in blocks:
+        if j1 <= j < j2 and tag in ("equal", "replace"):
+            node, said = steps[min(i1 + (j - j1), i2 - 1)]
+            return theirs.line(node), said
+    return None
+
+
+def _loop_counter(node) -> bool:
+    """Whether node is a for loop's own declaration (`int m = 0;`), part of its header."""
+    parent = node.parent
+    return parent is not None and parent.type == "for_statement" and (
+        (init := parent.child_by_field_name("initializer")) is not None and init.id == node.id
+    )
+
+
 def _statements(k: Kernel) -> list[tuple[object, str]]:
     """Each statement of the kernel's function bodies with its own text, in order."""
     found = []

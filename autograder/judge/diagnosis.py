@@ -43,6 +43,9 @@ class Diagnosis:
     # Where no one line is confirmed: the lines a repair each made every case pass on,
     # in the order tried (the message lists them; it names none as the mistake's).
     among: tuple[int, ...] = ()
+    # The rule of the repair that confirmed the line (autograder.judge.edits's operator:
+    # "relational", "drop term", ...), where one did: what kind of change the mistake is.
+    rule: str = ""
 
     def __str__(self) -> str:
         return self.message
@@ -77,7 +80,9 @@ def diagnose(cases: list, finding: Finding | None, filename: str) -> list[tuple[
     if found is None and confirmed:
         found = _from_repair(confirmed, cases, failing, where)
     if found is not None and confirmed:
-        found = replace(found, evidence=f"{found.evidence}; {_search_words(finding)}")
+        found = replace(
+            found, evidence=f"{found.evidence}; {_search_words(finding)}", rule=confirmed[0].operator
+        )
     if found is not None:
         # One change makes every case pass: every failing case is this cause's.
         if confirmed or _explains_all(found, failing):

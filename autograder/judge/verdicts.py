@@ -108,7 +108,11 @@ class Speed:
     passed: bool
     message: str
     gflops: list[float] = field(default_factory=list)  # the median of each timing
-    minimum: float | None = None
+    minimum: float | None = None  # set only when the timings were accepted
+    # Beside each accepted timing: the reference kernel's GFLOP/s timed with it, and the
+    # relative standard error of the kernel's launches (how far another timing may move).
+    reference: list[float] = field(default_factory=list)
+    error: list[float] = field(default_factory=list)
 
 
 def not_timed(wrong: str) -> Speed:
@@ -178,11 +182,14 @@ def judge_speed(outcome, step: registry.Step, config: dict) -> Speed:
         how = (
             f"the median of {len(timings)} timings, which ranged {yours[0]:.0f} to {yours[-1]:.0f}"
         )
+    by_speed = sorted(timings, key=lambda t: t["yours"].gflops)  # in the order of `yours`
     return Speed(
         gflops >= minimum,
         f"{gflops:.0f} GFLOP/s at {M}x{N}x{K} ({how}): {relation} {minimum:.0f} ({source})",
         [round(g, 1) for g in yours],
         round(minimum, 1),
+        [round(t["reference"].gflops, 1) for t in by_speed],
+        [round(Samples(t["yours"].seconds).error, 5) for t in by_speed],
     )
 
 
