@@ -506,6 +506,24 @@ def test_repairs_on_two_lines_of_one_statement_name_the_first_tried_and_say_the_
     assert cause.line is None, cause
 
 
+def test_a_kernel_that_stopped_has_its_cause_as_data_with_the_line_a_repair_confirmed():
+    # A GPU crash ends the run with no failing case to group: the cause the CPU backend
+    # found (what it saw, the line a repair confirmed, the repair's rule) is a Diagnosis
+    # the grade records, as a failing case's is; without a repair, no line is named.
+    from autograder.judge import diagnosis
+
+    seen = ("thread (0, 0, 0) of block (0, 0, 0) indexed Bs[8][0], past the end of the "
+            "shared array Bs[8][128] (1024 elements), at k.cu:61")  # fmt: skip
+    repair = localize.Repair(56, "relational", "k <= BK", ("<=", "<"), statement=(56, 56))
+    finding = localize.Finding(seen, True, (repair,), 10, 100, 1.0)
+    cause = diagnosis.where_it_stopped(finding, "k.cu")
+    assert (cause.kind, cause.line, cause.rule) == ("array", 56, "relational"), cause
+    assert str(cause).startswith("the comparison `k <= BK` at k.cu:56 is off by one"), cause
+    unrepaired = diagnosis.where_it_stopped(replace(finding, repairs=()), "k.cu")
+    assert (unrepaired.kind, unrepaired.line, unrepaired.rule) == ("array", None, "")
+    assert diagnosis.where_it_stopped(replace(finding, evidence="", repairs=()), "k.cu") is None
+
+
 def test_a_mistake_in_a_macros_arguments_on_their_second_line_is_named_on_that_line():
     # The preprocessor expands AT(...) on its first line (17); the mistake is on the
     # second (18), and the message names the line the learner wrote it on.

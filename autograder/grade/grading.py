@@ -186,7 +186,25 @@ def _causes(evaluation, submission: Submission, step: Step, source: str) -> list
     """Every cause of each failing test as data, for the class report: its diagnosis's
     kind, the learner's line and the step's statement it stands for (judge.aligned),
     and its words as the learner reads them. A test that failed with no case to blame
-    (the run stopped: a hang, a crash) has its message's first line, with no kind."""
+    (the run stopped: a hang, a crash) has its message's first line, with the cause
+    the CPU backend found for the stop where it found one (Report.stopped_by)."""
+
+    def record(test, d, message: str, cases: int = 0, of: int = 0) -> dict:
+        line = d.line if d is not None else None
+        known = line and aligned.on_reference(source, step.source(), line)
+        return {
+            "test": test.id,
+            "kind": d.kind if d is not None else "",
+            "rule": d.rule if d is not None else "",
+            "line": line,
+            "reference_line": known[0] if known else None,
+            "statement": known[1] if known else "",
+            "message": submission.in_own_lines(message, step),
+            "evidence": d.evidence if d is not None else "",
+            "cases": cases,
+            "of": of,
+        }
+
     found = []
     for test in rubric.CUDA_TESTS:
         problem = test.suite and evaluation.problems[test.suite]
@@ -196,23 +214,8 @@ def _causes(evaluation, submission: Submission, step: Step, source: str) -> list
         causes = by_cause([c for c in evaluation.report.cases if c.shape in shapes])
         for cause in causes:
             d = cause.diagnosis
-            line = d.line if d is not None else None
-            known = line and aligned.on_reference(source, step.source(), line)
-            found.append({
-                "test": test.id,
-                "kind": d.kind if d is not None else "",
-                "rule": d.rule if d is not None else "",
-                "line": line,
-                "reference_line": known[0] if known else None,
-                "statement": known[1] if known else "",
-                "message": submission.in_own_lines(str(d) if d else cause.cases[0].message, step),
-                "evidence": d.evidence if d is not None else "",
-                "cases": len(cause.cases),
-                "of": cause.of,
-            })  # fmt: skip
+            message = str(d) if d else cause.cases[0].message
+            found.append(record(test, d, message, len(cause.cases), cause.of))
         if not causes:
-            first = submission.in_own_lines(problem.splitlines()[0], step)
-            found.append({"test": test.id, "kind": "", "rule": "", "line": None, "reference_line": None,
-                          "statement": "", "message": first, "evidence": "", "cases": 0,
-                          "of": 0})  # fmt: skip
+            found.append(record(test, evaluation.report.stopped_by, problem.splitlines()[0]))
     return found

@@ -192,6 +192,7 @@ class Report:
     notes: list[str] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
     error: str = ""  # a crash, a hang or a launch failure that ended the run
+    stopped_by: object = None  # its cause (a judge.diagnosis.Diagnosis), where one was found
     tolerance: str = ""  # which tolerance applied (describe_tolerance)
     bounds: str = ""  # how accesses outside A, B and C were looked for
     confinement: str = ""  # how the process that ran the kernel was confined, in full

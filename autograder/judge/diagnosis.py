@@ -345,12 +345,14 @@ def with_causes(cases: list, causes: list[tuple[Diagnosis, list]]) -> list:
     return [replace(c, cause=cause_of[id(c)]) if id(c) in cause_of else c for c in cases]
 
 
-def where_it_stopped(finding: Finding | None, filename: str) -> str:
+def where_it_stopped(finding: Finding | None, filename: str) -> Diagnosis | None:
     """For a kernel that crashed in a case or never finished one: what the CPU backend
     saw it do there (a bad access, with its line), and the line where one change makes
-    every case right; '' when neither is known."""
+    every case right, as a cause (its kind from what the CPU backend saw, else from the
+    repair; the line and the repair's rule where a repair confirms one); None when
+    neither is known."""
     if finding is None:
-        return ""
+        return None
     said = []
     confirmed = _confirmed(finding)
     where = lambda line: f"{filename}:{line}"  # noqa: E731
@@ -360,7 +362,13 @@ def where_it_stopped(finding: Finding | None, filename: str) -> str:
         said.append(_several_words(finding, where))
     if finding.evidence:
         said.append(f"on the CPU backend, {_strip_hint(finding.evidence)}")
-    return "; ".join(said)
+    if not said:
+        return None
+    seen = _from_evidence(finding.evidence, (), where) if finding.evidence else None
+    barrier = confirmed and all(r.operator == "add barrier" for r in confirmed)
+    kind = seen.kind if seen else "race" if barrier else "line"
+    line, rule = (_line(confirmed), confirmed[0].operator) if confirmed else (None, "")
+    return Diagnosis(kind, "; ".join(said), line, REPAIRED if confirmed else "", rule=rule)
 
 
 def repaired(finding: Finding | None) -> bool:

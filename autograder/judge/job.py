@@ -567,10 +567,11 @@ def _diagnose(job: Job, outcome: Outcome, scratch) -> None:
         )
     causes = diagnosis.diagnose(report.cases, finding, job.spec.filename)
     report.cases = diagnosis.with_causes(report.cases, causes)
-    if stopped and (said := diagnosis.where_it_stopped(finding, job.spec.filename)):
+    if stopped and (cause := diagnosis.where_it_stopped(finding, job.spec.filename)):
         # A line found by a repair says where to look: the general advice would not.
         confirmed = outcome.plain_error and diagnosis.repaired(finding)
-        report.error = f"{outcome.plain_error if confirmed else report.error}; {said}"
+        report.error = f"{outcome.plain_error if confirmed else report.error}; {cause}"
+        report.stopped_by = cause
 
 
 def _size(case: CaseResult) -> int:
