@@ -144,7 +144,8 @@ class Plan:
 
     def __str__(self) -> str:
         split = f", K in {self.splits} layers" if self.splits > 1 else ""
-        return f"{self.tiles} tiles{split}"
+        tiles = "step 08's own kernel" if self.tiles == OWN else f"{self.tiles} tiles"
+        return tiles + split
 
 
 @dataclass(frozen=True)
