@@ -81,7 +81,9 @@ def lab(tmp_path_factory):
                 ],
                 "display_name": "Colab's ipywidgets 7",
                 "language": "python",
-                "env": {"PYTHONPATH": str(ROOT)},  # as the notebooks' setup cell does on Colab
+                # This checkout, which the setup cell then imports (instead of unpacking
+                # the copy it carries: tests/test_notebooks_execute.py runs that).
+                "env": {"PYTHONPATH": str(ROOT)},
             }
         )
     )
