@@ -174,7 +174,13 @@ sgemm_wgmma(int M, int N, int K, float alpha, const float* A, const float* B, fl
 
   const int blockRow = blockIdx.y * BM;
   const int blockCol = blockIdx.x * BN;
-  const int slices = (K + BK - 1) / BK;
+  // Split-K (a grid gridDim.z layers deep, as step 09 runs step 08's kernel):
+  // layer z multiplies its own run of slices, from k = kFirst, and writes its
+  // partial product to the z-th of gridDim.z matrices of M x N laid out from C.
+  const int perLayer = ((K + BK - 1) / BK + gridDim.z - 1) / gridDim.z;
+  const int kFirst = blockIdx.z * perLayer * BK;
+  const int slices = max(0, min(perLayer, (K - kFirst + BK - 1) / BK));
+  C += static_cast<size_t>(blockIdx.z) * M * N;
   // TMA describes a matrix whose rows start at 16-byte multiples; the host
   // encoded a map for each matrix exactly when this holds.
   const bool tmaA = K % 4 == 0 && reinterpret_cast<size_t>(A) % 16 == 0;
@@ -206,7 +212,7 @@ sgemm_wgmma(int M, int N, int K, float alpha, const float* A, const float* B, fl
     constexpr int LAG = STAGES - 2 > 0 ? STAGES - 2 : 1;
     for (int t = 0; t < slices; ++t) {
       const int s = t % STAGES;
-      const int k0 = t * BK;
+      const int k0 = kFirst + t * BK;
       // Buffer s is free once the consumers released its last slice.
       if (t >= STAGES) bar_wait(&empty[s], (t / STAGES + 1) & 1);
       float* const as = As + s * A_FLOATS;

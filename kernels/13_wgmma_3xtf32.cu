@@ -15,18 +15,24 @@
 // and the last term, at most 2^-22 of a * b, is dropped: three TF32 products
 // give what one FP32 product gives, to a few units in FP32's last place, on
 // tensor cores that run TF32 8 times as fast as the FP32 lanes run FP32, so
-// at up to 8/3 of the FP32 peak. The tensor cores' own additions lose more
-// than the FP32 lanes' do: measured, the results pass the checker's FP32
-// tolerance on well-scaled inputs, not on inputs spanning many decades
-// (chapter 13). And an element of A within 2^-11 of FP32's largest, or
-// infinite, makes its row of C NaN (see split_fast).
+// at up to 8/3 of the FP32 peak.
+//
+// The tensor cores' own additions keep fewer bits than an FP32 add (chapter
+// 13 measures how many), so a running sum kept in wgmma's accumulators over
+// all of K drifts far from FP32's. Here the tensor cores sum only one slice
+// of K (32 terms, three products each) into `part`, started afresh for every
+// slice, and the slice's sum is added into the FP32 running sums `acc` by the
+// FP32 lanes, rounded as any FP32 add: promotion, as DeepSeek-V3 does for
+// FP8. Two sets of accumulators need twice the registers, so a block covers
+// 128 rows of C (wgmma's N = 128), where step 12's covers 256.
 //
 // What changes from step 12 (the chapter shows the difference line by line):
 // the producer warpgroup, idle between its copies, splits each slice of A
 // once it has landed: the big parts in place, the small ones into a buffer
 // beside it (another barrier, ready[s], says when); the consumers split B's
-// fragments as they load them, and issue three wgmmas where step 12 issued
-// one. A slice now takes 80 KB of shared memory, so two fit: STAGES = 2.
+// fragments as they load them, issue three wgmmas where step 12 issued one,
+// and promote each slice's sums. A slice takes 48 KB of shared memory: A, its
+// small parts and B.
 //
 // Written for NVRTC without CUDA headers: every Hopper instruction is stated
 // in PTX, each in a helper of a few lines; the tensor maps come from the host
@@ -111,21 +117,16 @@ __device__ __forceinline__ unsigned to_tf32(float x) {
 }
 // [docs:split]
 // x = big + small, both TF32 values (their low 13 bits zero): big is x
-// rounded to TF32, small what is left, rounded too. Near the top of FP32's
-// range (within 2^-11 of 2^128) big rounds up to infinity, and inf - inf
-// makes small NaN: the producer splits A so, as the fastest way.
-__device__ __forceinline__ void split_fast(float x, unsigned& big, unsigned& small) {
-  big = to_tf32(x);
-  small = to_tf32(x - __uint_as_float(big));
-}
-// The same, right at the top of the range too: there big is x truncated; an
-// infinity (or NaN) stays whole in big, with a small part of 0. The consumers
-// split B so; in the producer, these two tests made the kernel 15% slower.
+// rounded to TF32, small what is left, rounded too. Within 2^-11 of 2^128 a
+// float rounds up to infinity, and x - inf would make small infinite: so big
+// stops at the largest TF32 value, and small, x - big, is then exact and
+// finite. An infinity or NaN in x passes on through small (inf - big = inf,
+// NaN - big = NaN), as it would through an FP32 product.
 __device__ __forceinline__ void split(float x, unsigned& big, unsigned& small) {
-  big = to_tf32(x);
-  if (isinf(__uint_as_float(big))) big = __float_as_uint(x) & 0xFFFFE000u;
-  const float rest = x - __uint_as_float(big);
-  small = isfinite(rest) ? to_tf32(rest) : 0u;
+  constexpr float LARGEST_TF32 = 3.4011621e38f;  // (2 - 2^-10) 2^127
+  const float rounded = copysignf(fminf(fabsf(__uint_as_float(to_tf32(x))), LARGEST_TF32), x);
+  big = __float_as_uint(rounded);
+  small = to_tf32(x - rounded);
 }
 // [docs:split-end]
 __device__ __forceinline__ void wgmma_fence() {
@@ -139,27 +140,29 @@ template <int PENDING>
 __device__ __forceinline__ void wgmma_wait() {
   asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(PENDING) : "memory");
 }
-// d += a * b, 64 x 256 x 8: a from this thread's registers (4 TF32 values of
-// the warpgroup's 64 x 8 tile), b (8 x 256) from shared memory.
-__device__ __forceinline__ void wgmma_64x256x8(float (&d)[128], const unsigned (&a)[4],
+// d = a * b + (accumulate ? d : 0), 64 x 128 x 8: a from this thread's
+// registers (4 TF32 values of the warpgroup's 64 x 8 tile), b (8 x 128) from
+// shared memory. With accumulate false, d's old values are not read: a sum
+// starts afresh without zeroing 64 registers first.
+template <bool ACCUMULATE>
+__device__ __forceinline__ void wgmma_64x128x8(float (&d)[64], const unsigned (&a)[4],
                                                unsigned long long b) {
 #define D8(i)                                                                          \
   "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), \
       "+f"(d[i + 6]), "+f"(d[i + 7])
   asm volatile(
-      "wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32 "
+      "{\n"
+      ".reg .pred accumulate;\n"
+      "setp.ne.b32 accumulate, %69, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 "
       "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,"
       "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,"
       "%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,"
-      "%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63,"
-      "%64,%65,%66,%67,%68,%69,%70,%71,%72,%73,%74,%75,%76,%77,%78,%79,"
-      "%80,%81,%82,%83,%84,%85,%86,%87,%88,%89,%90,%91,%92,%93,%94,%95,"
-      "%96,%97,%98,%99,%100,%101,%102,%103,%104,%105,%106,%107,%108,%109,%110,%111,"
-      "%112,%113,%114,%115,%116,%117,%118,%119,%120,%121,%122,%123,%124,%125,%126,%127}, "
-      "{%128,%129,%130,%131}, %132, 1, 1, 1;\n"
-      : D8(0), D8(8), D8(16), D8(24), D8(32), D8(40), D8(48), D8(56), D8(64), D8(72), D8(80),
-        D8(88), D8(96), D8(104), D8(112), D8(120)
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
+      "%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63}, "
+      "{%64,%65,%66,%67}, %68, accumulate, 1, 1;\n"
+      "}\n"
+      : D8(0), D8(8), D8(16), D8(24), D8(32), D8(40), D8(48), D8(56)
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "n"(ACCUMULATE ? 1 : 0));
 #undef D8
 }
 // [docs:helpers-end]
@@ -171,7 +174,7 @@ sgemm_wgmma_3xtf32(int M, int N, int K, float alpha, const float* A, const float
                    float* C, const __grid_constant__ TensorMap mapA,
                    const __grid_constant__ TensorMap mapB) {
   // [docs:params]
-  constexpr int BM = 256;  // rows of C per block: wgmma's N, the most it takes
+  constexpr int BM = 128;  // rows of C per block: wgmma's N (256 leaves no room for `part`)
   constexpr int BK = 32;   // one 128-byte swizzled row of floats per slice
   constexpr int CONSUMERS = BN / 64;  // warpgroups that multiply, 64 columns of C each
   constexpr int A_FLOATS = BM * BK;   // one slice of A: BM rows of BK
@@ -194,7 +197,13 @@ sgemm_wgmma_3xtf32(int M, int N, int K, float alpha, const float* A, const float
 
   const int blockRow = blockIdx.y * BM;
   const int blockCol = blockIdx.x * BN;
-  const int slices = (K + BK - 1) / BK;
+  // Split-K (a grid gridDim.z layers deep, as step 09 runs step 08's kernel):
+  // layer z multiplies its own run of slices, from k = kFirst, and writes its
+  // partial product to the z-th of gridDim.z matrices of M x N laid out from C.
+  const int perLayer = ((K + BK - 1) / BK + gridDim.z - 1) / gridDim.z;
+  const int kFirst = blockIdx.z * perLayer * BK;
+  const int slices = max(0, min(perLayer, (K - kFirst + BK - 1) / BK));
+  C += static_cast<size_t>(blockIdx.z) * M * N;
   // TMA describes a matrix whose rows start at 16-byte multiples; the host
   // encoded a map for each matrix exactly when this holds.
   const bool tmaA = K % 4 == 0 && reinterpret_cast<size_t>(A) % 16 == 0;
@@ -246,10 +255,10 @@ sgemm_wgmma_3xtf32(int M, int N, int K, float alpha, const float* A, const float
       for (int i = p; i < A_FLOATS / 4; i += 128) {
         const float4 x = big[i];
         unsigned b[4], l[4];
-        split_fast(x.x, b[0], l[0]);
-        split_fast(x.y, b[1], l[1]);
-        split_fast(x.z, b[2], l[2]);
-        split_fast(x.w, b[3], l[3]);
+        split(x.x, b[0], l[0]);
+        split(x.y, b[1], l[1]);
+        split(x.z, b[2], l[2]);
+        split(x.w, b[3], l[3]);
         big[i] = make_float4(__uint_as_float(b[0]), __uint_as_float(b[1]),
                              __uint_as_float(b[2]), __uint_as_float(b[3]));
         small[i] = make_float4(__uint_as_float(l[0]), __uint_as_float(l[1]),
@@ -261,7 +270,7 @@ sgemm_wgmma_3xtf32(int M, int N, int K, float alpha, const float* A, const float
     };
     for (int t = 0; t < slices; ++t) {
       const int s = t % STAGES;
-      const int k0 = t * BK;
+      const int k0 = kFirst + t * BK;
       // Buffer s is free once the consumers released its last slice.
       if (t >= STAGES) bar_wait(&empty[s], (t / STAGES + 1) & 1);
       float* const as = As + s * A_FLOATS;
@@ -332,9 +341,11 @@ sgemm_wgmma_3xtf32(int M, int N, int K, float alpha, const float* A, const float
   };
   // [docs:rows-end]
 
-  float acc[128];
+  // acc: the running sums, added by the FP32 lanes; part: one slice's, summed
+  // by the tensor cores.
+  float acc[BM / 2], part[BM / 2];
 #pragma unroll
-  for (int i = 0; i < 128; ++i) acc[i] = 0.0f;
+  for (int i = 0; i < BM / 2; ++i) acc[i] = 0.0f;
 
   for (int t = 0; t < slices; ++t) {
     const int s = t % STAGES;
@@ -358,13 +369,18 @@ sgemm_wgmma_3xtf32(int M, int N, int K, float alpha, const float* A, const float
     }
     wgmma_fence();
     // [docs:products]
-    // The small products first: they are the smallest terms of the sum.
+    // The slice's products into `part`, started afresh by the first; the small
+    // terms first, since each addition inside the tensor cores loses what
+    // falls below the bits it keeps of the largest term so far.
+    wgmma_64x128x8<false>(part, small[0], descriptor(as));
+    wgmma_64x128x8<true>(part, big[0], descriptor(asSmall));
 #pragma unroll
-    for (int kk = 0; kk < BK / 8; ++kk) {
-      wgmma_64x256x8(acc, small[kk], descriptor(as + 8 * kk));
-      wgmma_64x256x8(acc, big[kk], descriptor(asSmall + 8 * kk));
-      wgmma_64x256x8(acc, big[kk], descriptor(as + 8 * kk));
+    for (int kk = 1; kk < BK / 8; ++kk) {
+      wgmma_64x128x8<true>(part, small[kk], descriptor(as + 8 * kk));
+      wgmma_64x128x8<true>(part, big[kk], descriptor(asSmall + 8 * kk));
     }
+#pragma unroll
+    for (int kk = 0; kk < BK / 8; ++kk) wgmma_64x128x8<true>(part, big[kk], descriptor(as + 8 * kk));
     // [docs:products-end]
     wgmma_commit();
     // The tensor cores read the fragments until their products are done: wait for
@@ -377,12 +393,17 @@ sgemm_wgmma_3xtf32(int M, int N, int K, float alpha, const float* A, const float
     // a __syncwarp would do as well, but compute-sanitizer's racecheck cannot
     // see that the warp's loads come before it, and reports a race.
     bar_arrive(&empty[s]);
+    // [docs:promote]
+    // Promotion: the slice's sums join the running sums in FP32.
+#pragma unroll
+    for (int i = 0; i < BM / 2; ++i) acc[i] += part[i];
+    // [docs:promote-end]
   }
   // [docs:consumer-end]
 
   // [docs:epilogue]
   // acc[4 c + 2 h + e] is row g + 8h, column 8c + 2q + e of the warpgroup's
-  // 64 x 256 product: column (2 warp + h, g) of this warpgroup's 64 columns of
+  // 64 x BM product: column (2 warp + h, g) of this warpgroup's 64 columns of
   // C, row 8c + 2q + e of the block tile. Written straight to C, a warp's
   // store would touch 8 pieces of 16 bytes in 4 rows; so the warpgroup first
   // lays its BM x 64 tile out in shared memory (the pipeline's buffers, once
@@ -396,7 +417,7 @@ sgemm_wgmma_3xtf32(int M, int N, int K, float alpha, const float* A, const float
   for (int h = 0; h < 2; ++h) {
     const int col = column(2 * warp + h, g);
 #pragma unroll
-    for (int c = 0; c < 32; ++c) {
+    for (int c = 0; c < BM / 8; ++c) {
 #pragma unroll
       for (int e = 0; e < 2; ++e) Cs[(8 * c + 2 * q + e) * LDC + col] = acc[4 * c + 2 * h + e];
     }

@@ -128,8 +128,9 @@ def test_the_wgmma_steps_take_the_tma_contract_and_not_the_gemms(step):
 def test_the_registry_knows_the_wgmma_kernels_fixed_tile_sizes(step):
     """The launch geometry and TMA boxes (registry) and the kernel agree on BM and BK."""
     source = step.source()
-    assert f"constexpr int BM = {registry.WGMMA_BM};" in source
+    assert f"constexpr int BM = {step.geometry.tile[0]};" in source
     assert f"constexpr int BK = {registry.WGMMA_BK};" in source
+    assert step.geometry.tma_boxes[0] == (registry.WGMMA_BK, step.geometry.tile[0])
 
 
 def test_a_tma_kernel_is_built_for_its_target_and_boxes_come_with_its_geometry():
@@ -290,3 +291,29 @@ def test_a_tf32_step_is_benched_beside_cublas_with_tf32_and_strict_cublas_stays_
     tf32 = gpu.matmul_tf32(cupy.asarray(A), cupy.asarray(B), cupy.empty((512, 384), cupy.float32))
     assert (np.abs(strict - exact) <= fp32 * scale).all()  # still strict FP32
     assert not (np.abs(tf32.get() - exact) <= fp32 * scale).all()  # TF32 really was on
+
+
+@pytest.mark.gpu
+@by_hopper
+def test_a_c_of_few_tiles_runs_in_layers_of_k_that_add_up_to_the_product(step):
+    """256 x 256 x 2048 is 4 or 2 blocks for 132 SMs: the GEMM runs the kernel in layers
+    of K (split_k), each a partial product, and step 09's reduction adds them up."""
+    if reason := _newer_gpu_than(step):
+        pytest.skip(reason)
+    import cupy
+
+    from autograder.run import split_k
+    from autograder.run.backends import gpu_launcher
+
+    M, N, K = 256, 256, 2048
+    launch = gpu_launcher(KernelSpec.from_step(step))
+    rng = np.random.default_rng(1)
+    A, B = (rng.standard_normal(s, dtype=np.float32) for s in ((M, K), (K, N)))
+    C = cupy.zeros((M, N), dtype=cupy.float32)
+    launch(M, N, K, 1.0, cupy.asarray(A), cupy.asarray(B), 0.0, C)
+    layers = split_k.layers(M, N, K, step.geometry.tile, gpu.device_info().sms)
+    assert layers > 1 and [s.splits for s in launch.splits()] == [layers]
+    exact = A.astype(np.float64) @ B.astype(np.float64)
+    scale = np.abs(A).astype(np.float64) @ np.abs(B).astype(np.float64)
+    r = step.input_roundoff
+    assert (np.abs(C.get() - exact) <= (checker.tolerance_factor(K) + 2 * r + r * r) * scale).all()

@@ -194,7 +194,7 @@ def test_the_sentence_for_a_front_end_that_cannot_draw_an_explorer_is_hidden_unt
         ("12", {}, True),
         ("12", {"BN": 192, "STAGES": 6}, False),
         ("13", {}, True),
-        ("13", {"STAGES": 3}, False),  # 80 KB a slice with A's small parts
+        ("13", {"STAGES": 5}, False),  # 48 KB a slice with A's small parts
     ],
 )
 def test_the_pipeline_explorer_says_what_fits_a_block_of_an_h100(step_id, params, fits):

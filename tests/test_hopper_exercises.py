@@ -80,14 +80,24 @@ PLANTED = [
     (
         "13",
         "one cross product left out: TF32 accuracy, not FP32",
-        ("      wgmma_64x256x8(acc, big[kk], descriptor(asSmall + 8 * kk));\n", ""),
+        ("      wgmma_64x128x8<true>(part, big[kk], descriptor(asSmall + 8 * kk));\n", ""),
         NOTHING,
         "wrong",
     ),
     (
         "13",
-        "A's small parts left out",
-        ("small = to_tf32(x - __uint_as_float(big));", "small = 0u;"),
+        "the small parts left out",
+        ("small = to_tf32(x - rounded);", "small = 0u;"),
+        NOTHING,
+        "wrong",
+    ),
+    (  # part keeps the slices before it: acc adds each slice's sums again and again
+        "13",
+        "a slice's sum not started afresh",
+        (
+            "wgmma_64x128x8<false>(part, small[0], descriptor(as));",
+            "wgmma_64x128x8<true>(part, small[0], descriptor(as));",
+        ),
         NOTHING,
         "wrong",
     ),
@@ -137,7 +147,7 @@ def test_a_class_of_step_13_is_graded_by_grade_on_the_gpu_it_runs_on(tmp_path):
     root = tmp_path / "class"
     root.mkdir()
     (root / "ada.cu").write_text(step.source())
-    old, new, *_ = PLANTED[-1][2]  # A's small parts left out
+    old, new, *_ = PLANTED[-1][2]  # a slice's sum not started afresh
     (root / "bob.cu").write_text(step.source().replace(old, new))
     out = tmp_path / "grades.csv"
     result = subprocess.run(

@@ -88,12 +88,17 @@ def test_the_wgmma_step_multiplies_with_hgmma_fed_by_tma_copies():
 
 @needs_nvdisasm
 def test_the_3xtf32_step_issues_three_wgmmas_where_step_12_issues_one():
-    """Step 13 on sm_90a: per 8 of k, big x small, small x big and big x big; the
-    same TMA copies as step 12 (the small parts are made in shared memory)."""
+    """Step 13 on sm_90a: per 8 of k, big x small, small x big and big x big, each over
+    the block's 128 rows; the same TMA copies as step 12 (the small parts are made in
+    shared memory); a slice's sums promoted into FP32 registers by the FP32 lanes (an
+    FADD for each of a thread's 64 accumulators, one warpgroup-wide wait a slice)."""
     step = registry.step("13")
     e = sass.evidence(step, "sm_90a")
     assert e.k_per_iteration == registry.WGMMA_BK
-    assert e.loop.opcodes["HGMMA.64x256x8.F32.TF32"] == 3 * registry.WGMMA_BK // 8, e.table()
+    rows = registry.WGMMA_3XTF32_BM
+    assert e.loop.opcodes[f"HGMMA.64x{rows}x8.F32.TF32"] == 3 * registry.WGMMA_BK // 8, e.table()
+    assert e.loop.opcodes["FADD"] >= rows // 2, e.table()
+    assert e.loop.opcodes["WARPGROUP.DEPBAR.LE"] == 1, e.table()
     assert e.loop.counts["UTMALDG"] == 1 + step.params["BN"] // 32, e.table()
     assert e.math_name == "HGMMA"
     assert e.resources.spill_store_bytes + e.resources.spill_load_bytes == 0

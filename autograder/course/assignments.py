@@ -304,28 +304,31 @@ a·b ≈ big_a·big_b + big_a·small_b + small_a·big_b (the small·small term i
 rounding), three tensor-core products per term instead of one, and the result is judged with
 the **FP32** tolerance, as the ladder is. This step is step 12 with the split: the producer
 splits A's slices in shared memory (A's small parts in `AsSmall`), the consumers split B's
-fragments as they load them. It needs an sm_90a GPU (an H100 or H200); without one, the
-notebook compiles your kernel for it and the chapter shows what it does.""",
+fragments as they load them. The tensor cores sum one slice of K at a time into `part`, and the
+FP32 lanes add each slice's sums into `acc` (promotion: the tensor cores' additions round toward
+zero, and over all of K that would show). It needs an sm_90a GPU (an H100 or H200); without one,
+the notebook compiles your kernel for it and the chapter shows what it does.""",
         task="""\
-Write the two splits, each `__device__ __forceinline__ void NAME(float x, unsigned& big,
-unsigned& small)`: `split_fast` (the producer's, for A) and `split` (the consumers', for B),
-each giving `big` and `small` as TF32 bit patterns (`to_tf32` rounds a float and returns its
-bits); then the three products of each k8 step in the consumer's
-loop: for each `kk`, add A's big and small parts (`descriptor(as + 8 * kk)` and
-`descriptor(asSmall + 8 * kk)`) times B's (`big[kk]`, `small[kk]`) into `acc`, every product but
-small·small. About 15 lines.""",
+Write the split, `__device__ __forceinline__ void split(float x, unsigned& big, unsigned&
+small)`, giving `big` and `small` as TF32 bit patterns (`to_tf32` rounds a float and returns
+its bits), which the producer uses for A and the consumers for B; then the slice's products in
+the consumer's loop: for each `kk`, add A's big and small parts (`descriptor(as + 8 * kk)` and
+`descriptor(asSmall + 8 * kk)`) times B's (`big[kk]`, `small[kk]`) into `part`, every product
+but small·small, the slice's first product starting `part` afresh. About 15 lines.""",
         regions=("split", "products"),
         hints=(
-            "`big = to_tf32(x); small = to_tf32(x - __uint_as_float(big));` is the whole of "
-            "`split_fast`.",
-            "`split` must also hold at the top of FP32's range: within 2^-11 of 2^128, x rounds "
-            "up to infinity, and inf - inf makes `small` NaN. There, truncate instead "
-            "(`big = __float_as_uint(x) & 0xFFFFE000u`), and give an infinity or NaN a small "
-            "part of 0 (`isfinite`).",
-            "Add the smallest terms first: `wgmma_64x256x8(acc, small[kk], descriptor(as + 8 * "
-            "kk));` (A's big by B's small), then A's small by B's big, then big by big. Leave "
-            "out a cross product and each term keeps an error of up to 2^-11 of it: the "
-            "checker finds the result outside the FP32 tolerance.",
+            "`big = to_tf32(x); small = to_tf32(x - __uint_as_float(big));` is the split, "
+            "but for the top of FP32's range: within 2^-11 of 2^128, x rounds up to infinity, "
+            "and x - inf makes `small` infinite. Stop `big` at the largest TF32 value, "
+            "`copysignf(fminf(fabsf(rounded), 3.4011621e38f), x)`: then x - big is exact.",
+            "`wgmma_64x128x8<false>(part, small[0], descriptor(as));` starts the slice's sum "
+            "(A's big by B's small; `<false>`: part's old values are not added), "
+            "`wgmma_64x128x8<true>(...)` adds to it. The small terms first, then the big ones: "
+            "the tensor cores drop what falls below the bits they keep of the largest term "
+            "so far.",
+            "Leave out a cross product and each term keeps an error of up to 2^-11 of it: the "
+            "checker finds the result outside the FP32 tolerance. Start `part` afresh in no "
+            "slice, and each slice's sums are added to `acc` again and again.",
         ),
     ),
 )

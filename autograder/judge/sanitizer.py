@@ -325,8 +325,9 @@ def _target(work: Path) -> None:
 
     cupy.cuda.set_allocator(None)  # one allocation per array, which memcheck bounds exactly
     spec, shape = pickle.loads((work / "job.pickle").read_bytes())
-    # With line numbers, as every GPU build (the checks' own); never tuning under the tool.
-    launch = gpu_launcher(spec, tune=False)
+    # With line numbers, as every GPU build (the checks' own); never tuning under the tool;
+    # a tensor-core step unsplit, as the checks run it (GpuBackend._load).
+    launch = gpu_launcher(spec, tune=False, layered=False)
     rng = np.random.default_rng(0)
     M, N, K = shape.M, shape.N, shape.K
     # A check's launch: beside other checks, never during a timing; the turn is taken

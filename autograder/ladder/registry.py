@@ -475,21 +475,25 @@ def _tensor_core_tiles(p: Mapping[str, int]) -> Geometry:
 # (one wgmma's N, the most it takes) and walks K in slices of WGMMA_BK floats
 # (one 128-byte swizzled row).
 WGMMA_BM, WGMMA_BK = 256, 32
+# kernels/13_wgmma_3xtf32.cu's block covers 128 rows: its consumers keep two sets
+# of accumulators (a slice's sums and the running ones), which 256 rows would not
+# leave registers for.
+WGMMA_3XTF32_BM = 128
 
 
-def _warpgroup_tiles(p: Mapping[str, int], a_buffers: int = 1) -> Geometry:
+def _warpgroup_tiles(p: Mapping[str, int], a_buffers: int = 1, rows: int = WGMMA_BM) -> Geometry:
     """One producer warpgroup and BN / 64 consumer warpgroups per block of
-    WGMMA_BM x BN of C; STAGES slices of A and B in dynamic shared memory, and
+    rows x BN of C; STAGES slices of A and B in dynamic shared memory, and
     1024 bytes to align them to the swizzle's period. TMA brings a slice of A
     in one box and one of B in boxes 32 columns wide (128 bytes, the swizzle's
     row). a_buffers: 2 where a slice of A is kept twice (step 13: its big and
     its small parts)."""
-    floats = p["STAGES"] * WGMMA_BK * (a_buffers * WGMMA_BM + p["BN"])
+    floats = p["STAGES"] * WGMMA_BK * (a_buffers * rows + p["BN"])
     return Geometry(
         (128 * (1 + p["BN"] // 64), 1),
-        (WGMMA_BM, p["BN"]),
+        (rows, p["BN"]),
         shared_bytes=4 * floats + 1024,
-        tma_boxes=((WGMMA_BK, WGMMA_BM), (32, WGMMA_BK)),
+        tma_boxes=((WGMMA_BK, rows), (32, WGMMA_BK)),
     )
 
 
@@ -554,9 +558,10 @@ BEYOND: tuple[Step, ...] = (
         "wgmma_3xtf32",
         "FP32 on tensor cores (3xTF32)",
         "sgemm_wgmma_3xtf32",
-        # Step 12's tiles; a slice takes 80 KB with A's small parts, so two fit.
-        params=dict(BN=128, STAGES=2),
-        layout=partial(_warpgroup_tiles, a_buffers=2),
+        # Two consumer warpgroups, as step 12; a slice takes 48 KB with A's small
+        # parts, so four fit.
+        params=dict(BN=128, STAGES=4),
+        layout=partial(_warpgroup_tiles, a_buffers=2, rows=WGMMA_3XTF32_BM),
         min_arch="sm_90a",
         contract="tma",
     ),

@@ -27,6 +27,7 @@ from . import (
     gpu,
     gpu_lock,
     guarded,
+    split_k,
     tensor_maps,
 )
 from .kernel import KernelSpec
@@ -124,15 +125,21 @@ class Backend:
 GPU_OPTIONS = (*compiler.DEFAULT_OPTIONS, "-lineinfo")
 
 
-def gpu_launcher(spec: KernelSpec, choose=None, tune: bool = True, table: bool = True):
+def gpu_launcher(
+    spec: KernelSpec, choose=None, tune: bool = True, table: bool = True, layered: bool = True
+):
     """Compile spec for the current GPU (GPU_OPTIONS);
-    return launch(M, N, K, alpha, A, B, beta, C). For a reduction (step 09), that
-    is the GEMM autograder.run.by_shape builds around it, with the plans of `choose`
+    return launch(M, N, K, alpha, A, B, beta, C). For a tensor-core step (12, 13), that
+    is its kernel in layers of K where C has too few tiles (split_k), unless `layered` is
+    False. For a reduction
+    (step 09), it is the GEMM autograder.run.by_shape builds around it, with the plans of `choose`
     (by default, the dispatcher's for this GPU: its committed table, else tuned on
     first use where `tune` and SGEMM_AUTOTUNE allow, autograder.run.autotune; `table`
     False sets the committed table aside, as on a GPU nobody tuned on);
     launch.function is the spec's own kernel either way, and launch.choose the
     dispatcher (its .first_use, where it tunes, says what tuning cost)."""
+    if spec.contract == "tma" and layered:
+        return _layered(spec)
     if spec.contract != "reduce":
         return _gpu_kernel(spec)
     import cupy
@@ -152,6 +159,23 @@ def gpu_launcher(spec: KernelSpec, choose=None, tune: bool = True, table: bool =
     launch.function = reduce.function
     launch.choose = choose
     return launch
+
+
+def _layered(spec: KernelSpec):
+    """A tensor-core step's GEMM: its kernel in the layers of K split_k chooses, added up
+    by the course's own reduction (kernels/09), so that a learner's kernel is judged by
+    its own products alone."""
+    import cupy
+
+    reduce = _gpu_kernel(KernelSpec.from_step(registry.step("09")))
+    return split_k.gemm(
+        spec.name_expression,
+        _gpu_kernel(spec),
+        reduce,
+        lambda n: cupy.empty(n, dtype=cupy.float32),
+        spec.geometry.tile,
+        gpu.device_info().sms,
+    )
 
 
 def _dispatcher(info, gemms, tune: bool, table: bool):
@@ -248,8 +272,12 @@ class GpuBackend(Backend):
         _check_contract(spec)  # CuPy would pass the contract's arguments whatever it declares
         # Never tuned here: a case's time limit is the kernel's, and the learner's
         # reduction is timed beside the reference's under the same plans anyway (those
-        # the cache kept, else the device's arithmetic).
-        launch = gpu_launcher(spec, tune=False)
+        # the cache kept, else the device's arithmetic). A tensor-core step is judged
+        # unsplit: each block walks all of K and reuses its buffers as often as it can,
+        # so that a race in their reuse shows (in layers of five slices, a block reuses
+        # one buffer once), and every layer is the learner's own, where the judge's
+        # account of split-K (judge.reduction) takes them for the course's.
+        launch = gpu_launcher(spec, tune=False, layered=False)
         device = cupy.cuda.Device().attributes
         limit = min(device["MaxThreadsPerBlock"], launch.function.max_threads_per_block)
         fewer = ""
