@@ -1,16 +1,19 @@
 """Does 3xTF32 give FP32 results? Measured for book/13_wgmma_3xtf32.md.
 
-Step 13's kernel beside strict FP32 (cuBLAS and 08's kernel, on the FP32
-lanes) and TF32 (cuBLAS with TF32 and 12's kernel, on the tensor cores), each
-against a float64 product at 4096^3, and the exact sum of the three products
-of the split inputs (what 13 would give if the tensor cores added exactly), on
-four kinds of input: standard normal; magnitudes spread over twelve decades (an
-ill-conditioned mix, where a few terms dominate each sum); A so small (about
-2^-120) that the small parts of its split fall below FP32's smallest normal
-number, 2^-126, where tensor cores might drop them; and A within a factor of 2
-of the largest float, where rounding to TF32 can overflow to infinity. Each
-error is relative to (|A||B|)_ij, the scale of the checker's tolerance.
-Needs an H100 or H200 and CuPy; run from the repository root:
+Step 13's kernel, and 13 without promotion (its ablation's variant), beside
+strict FP32 (cuBLAS and 08's kernel, on the FP32 lanes) and TF32 (cuBLAS with
+TF32 and 12's kernel, on the tensor cores), each against a float64 product at
+M = N = 4096 and K = 4096 (or another K), and the exact sum of the three
+products of the split inputs (what 13 would give if the tensor cores added
+exactly), on four kinds of input: standard normal; magnitudes spread over
+twelve decades (an ill-conditioned mix, where a few terms dominate each sum); A
+so small (about 2^-120) that the small parts of its split fall below FP32's
+smallest normal number, 2^-126, where a TF32 value keeps fewer than its 11
+bits; and A in the top binade of FP32, where rounding to TF32 can overflow to
+infinity, with B near 2^-120 (its small parts below 2^-126 too). Each error is
+relative to (|A||B|)_ij, the scale of the checker's tolerance.
+Needs an H100 or H200 and CuPy; run from the repository root (SIZE=M=N=K, or
+K=... for another K at the same M and N; rows of each K are kept apart by their K):
 
     python book/fp32_accuracy.py book/data/fp32_accuracy_<gpu>.csv
 """
@@ -18,16 +21,18 @@ Needs an H100 or H200 and CuPy; run from the repository root:
 import datetime
 import os
 import sys
+from pathlib import Path
 
 import cupy
 
 from autograder import KernelSpec
 from autograder.ladder import registry
-from autograder.measure import accuracy
+from autograder.measure import ablation, accuracy
 from autograder.run import gpu
 from autograder.run.backends import gpu_launcher
 
 M = N = K = int(os.environ.get("SIZE", "4096"))
+K = int(os.environ.get("K", K))  # K alone: the error grows with the length of each sum
 rng = cupy.random.default_rng(2026)
 
 
@@ -42,8 +47,11 @@ def spread(*shape):
 
 
 def largest(*shape):
-    """Uniform in [2^127, 2^128): the top binade of FP32, whose last 2^-11 rounds to inf."""
-    return (rng.uniform(1, 2, shape) * 2.0**127).astype(cupy.float32)
+    """Uniform in FP32's top binade, [2^127, FLT_MAX], whose last 2^-11 rounds to inf
+    in TF32 (a float64 draw within 2^-24 of 2^128 would round to inf in FP32: stopped
+    at FLT_MAX, so that every input is finite)."""
+    top = rng.uniform(1, 2, shape) * 2.0**127
+    return cupy.minimum(top, float(cupy.finfo(cupy.float32).max)).astype(cupy.float32)
 
 
 INPUTS = {
@@ -63,10 +71,15 @@ def split_exact_sum(A, B):
     return f64[0] @ f64[3] + f64[1] @ f64[2] + f64[0] @ f64[2]
 
 
-def kernel(step, A, B):
+def kernel(step, A, B, spec=None):
     C = cupy.zeros((M, N), dtype=cupy.float32)
-    gpu_launcher(KernelSpec.from_step(step))(M, N, K, 1.0, A, B, 0.0, C)
+    gpu_launcher(spec or KernelSpec.from_step(step))(M, N, K, 1.0, A, B, 0.0, C)
     return C
+
+
+# Step 13 with its slices' sums kept in the tensor cores' accumulators over all of K, as
+# its ablation times it: what promotion buys.
+(UNPROMOTED,) = [v for v in ablation.variants("13") if v.trick.startswith("promotion")]
 
 
 RESULTS = {
@@ -75,6 +88,7 @@ RESULTS = {
     "cuBLAS, TF32": lambda A, B: gpu.matmul_tf32(A, B, cupy.empty((M, N), cupy.float32)),
     "12_wgmma_tf32 (TF32)": lambda A, B: kernel(registry.step("12"), A, B),
     "13_wgmma_3xtf32 (3xTF32)": lambda A, B: kernel(registry.step("13"), A, B),
+    "13 without promotion": lambda A, B: kernel(None, A, B, ablation.spec(UNPROMOTED)),
     "3xTF32 split, exact sum": split_exact_sum,
 }
 
@@ -104,6 +118,8 @@ for inputs, make in INPUTS.items():
                 cupy=info.cupy,
             )
         )
-accuracy.write(sys.argv[1], rows)
+out = Path(sys.argv[1])
+kept = [r for r in accuracy.read(out) if r.K != K] if out.exists() else []
+accuracy.write(out, kept + rows)
 for r in rows:
     print(f"{r.inputs:<30} {r.result:<28} max e {r.max_e:.2e}  median e {r.median_e:.2e}")
