@@ -158,6 +158,18 @@ def beyond_results() -> list[bench.Row]:
     return rows
 
 
+# The GPU the tensor-core steps' current kernels were measured on, every shape of the
+# sweep and outside it (book/data/sweep_beyond_<gpu>.csv), their accuracy and the probe
+# of the tensor cores' additions: step 13 changed after the H100's beyond run.
+TENSOR_CORES_ON = "h200"
+
+
+def tensor_core_sweep(gpu: str = TENSOR_CORES_ON) -> list[bench.Row]:
+    """The tensor-core steps timed at every shape of the sweep and outside it, beside
+    cuBLAS in strict FP32 and in TF32 (`bench 10 11 12 13 --sweep --outside`)."""
+    return bench.read_csv(DATA / f"sweep_beyond_{gpu}.csv")
+
+
 def provenance_short(size=LARGEST) -> str:
     r = bench_row("01", size)
     return f"{r.gpu}, {r.date}, CUDA {r.cuda}, CuPy {r.cupy}"

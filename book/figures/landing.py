@@ -2,7 +2,7 @@
 step, with the steps beyond the FP32 ladder on their own scale, and a table), where the
 ladder ends, the list of exercise notebooks, and each chapter's exercise line. The
 steps, their names and their notebooks come from the registry and the assignments;
-every number from book/data/bench_*.csv and beyond_*.csv.
+every number from book/data/bench_*.csv and sweep_beyond_*.csv.
 """
 
 from __future__ import annotations
@@ -15,8 +15,15 @@ from autograder.course.assignments import ASSIGNMENTS, Assignment
 from autograder.ladder import registry
 from autograder.measure import bench
 
-from .common import LARGEST, NOT_YET_MEASURED, SMALL, _size_label, bench_row
-from .rungs import _rungs, beyond_row, fp32_peak
+from .common import (
+    LARGEST,
+    NOT_YET_MEASURED,
+    SMALL,
+    _size_label,
+    bench_row,
+    tensor_core_sweep,
+)
+from .rungs import _rungs, fp32_peak
 
 # The chart is about 315 px wide, to fit a phone's column at its own size; its steps'
 # names, the longest text on it, are a point smaller than its other text (11 px still).
@@ -67,11 +74,12 @@ def _panel(ax, rows: list[bench.Row], lines, title: str, size) -> None:
 def ladder_chart(size=LARGEST):
     """Every step's TFLOP/s at one size, named by its number and title, in two panels on
     their own scales: the FP32 ladder (book/data/bench_*.csv) against cuBLAS in FP32 and
-    the GPU's FP32 peak, and the steps beyond it (beyond_*.csv: asynchronous copies, then
-    tensor cores, which pass the FP32 peak) against cuBLAS in FP32 and in TF32, timed in
-    their own run."""
+    the GPU's FP32 peak, and the steps beyond it (the tensor-core sweep: asynchronous
+    copies, then tensor cores, which pass the FP32 peak) against cuBLAS in FP32 and in
+    TF32, timed in their own run, each panel titled with its GPU."""
     ladder = _rungs(size)
-    beyond = [beyond_row(s, size) for s in registry.BEYOND]
+    timed = {r.kernel: r for r in tensor_core_sweep() if (r.M, r.N, r.K) == size}
+    beyond = [timed[s.name] for s in registry.BEYOND]
     heights = [len(ladder) + 1.5, len(beyond) + 1.5]
     fig, (top, bottom) = plt.subplots(
         2, 1, figsize=(CHART_WIDTH, ROW * sum(heights) + 0.5), height_ratios=heights
@@ -84,7 +92,7 @@ def ladder_chart(size=LARGEST):
             ("cuBLAS FP32", first.cublas_gflops, "black", "--", "left"),
             ("FP32 peak", fp32_peak(ladder), pictures.BLUE, ":", "right"),
         ],
-        f"The FP32 ladder, steps {ladder[0].kernel[:2]}–{ladder[-1].kernel[:2]}",
+        f"The FP32 ladder, steps {ladder[0].kernel[:2]}–{ladder[-1].kernel[:2]} ({_run(first)})",
         size,
     )
     _panel(
@@ -94,21 +102,26 @@ def ladder_chart(size=LARGEST):
             ("cuBLAS FP32", beyond[0].cublas_gflops, "black", "--", "right"),
             (
                 "cuBLAS TF32",
-                beyond_row(bench.CUBLAS_TF32, size).gflops,
+                timed[bench.CUBLAS_TF32].gflops,
                 pictures.BLUE,
                 "-.",
                 "left",
             ),
         ],
-        f"Beyond the ladder, steps {beyond[0].kernel[:2]}–{beyond[-1].kernel[:2]}: own scale",
+        f"Beyond it, steps {beyond[0].kernel[:2]}–{beyond[-1].kernel[:2]}, own scale "
+        f"({_run(beyond[0])})",
         size,
     )
     handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in COLOURS.values()]
     bottom.legend(handles, [f"{p} accuracy" for p in COLOURS], fontsize=NAME, ncol=2,
                   loc="upper left", bbox_to_anchor=(0, -0.27), frameon=False)  # fmt: skip
-    fig.suptitle(f"{first.gpu.replace('NVIDIA ', '')}, {first.date}", fontsize=SMALL)
     fig.tight_layout()
     return fig
+
+
+def _run(row: bench.Row) -> str:
+    """Where and when a panel's run was timed: 'H100 80GB HBM3, 2026-11-23'."""
+    return f"{row.gpu.replace('NVIDIA ', '')}, {row.date}"
 
 
 def ladder_table(size=LARGEST) -> Markdown:
@@ -140,14 +153,15 @@ def glue_ladder(size=LARGEST) -> None:
 def ladder_says(size=LARGEST) -> Markdown:
     """What the landing page's chart and table show, and where their numbers come from."""
     rows = _rungs(size)
-    first = rows[0]
+    first, beyond = rows[0], tensor_core_sweep()[0]
     return Markdown(
         f"**The ladder.** Each step's GFLOP/s at {_size_label(size)} on an {first.gpu}, "
         f"{first.date} (CUDA {first.cuda}, CuPy {first.cupy}), against cuBLAS in strict FP32 "
         "timed in the same run, and the GPU's FP32 peak as the bench reckons it "
         f"({fp32_peak(rows):,.0f} GFLOP/s: a step's GFLOP/s over its % of peak). Steps 10 "
-        "to 13 were timed in a run of their own, beside cuBLAS with TF32 on. "
-        "Data: `book/data/bench_*.csv` and `beyond_*.csv`, drawn as this page was built."
+        f"to 13 were timed in a run of their own, on an {beyond.gpu}, {beyond.date}, beside "
+        "cuBLAS with TF32 on. "
+        "Data: `book/data/bench_*.csv` and `sweep_beyond_*.csv`, drawn as this page was built."
     )
 
 

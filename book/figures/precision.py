@@ -16,38 +16,84 @@ from autograder.run import gpu
 
 from .common import (
     DATA,
+    TENSOR_CORES_ON,
     _kernel,
     _run_source,
     beyond_results,
+    tensor_core_sweep,
 )
 from .tuning import TUNED_ON
 
 
-def fp32_on_tensor_cores_table(step_id: str = "13", tf32_step: str = "12") -> Markdown:
-    """An FP32-exact tensor-core step beside strict cuBLAS, the FP32-accurate peak (3xTF32's:
-    a third of the TF32 peak) and the TF32 step it splits its inputs for, all timed in one
-    run (book/data/beyond_*.csv): each ratio computed from the figures in its row."""
-    rows = beyond_results()
-    timed = {(r.M, r.N, r.K): r for r in rows if r.kernel == _kernel(step_id)}
-    tf32 = {(r.M, r.N, r.K): r for r in rows if r.kernel == _kernel(tf32_step)}
-    n, t = int(step_id), int(tf32_step)
-    # The committed run's GPU is an H100: 3xTF32 peaks at a third of its TF32 rate.
-    accurate_peak = gpu.tf32_per_fp32((9, 0)) / 3
+def _geomean(values) -> float:
+    values = list(values)
+    return math.exp(sum(math.log(v) for v in values) / len(values))
+
+
+def tensor_core_sweep_table(gpu: str = TENSOR_CORES_ON) -> Markdown:
+    """Steps 12 and 13 at every shape of the sweep and outside it, each beside the library
+    it competes with, timed in one run: 12 against cuBLAS with TF32, 13 (FP32 results)
+    against strict-FP32 cuBLAS; each ratio from the figures in its row, with their geometric
+    means and minimums."""
+    rows = tensor_core_sweep(gpu)
+    by = {(r.kernel, r.M, r.N, r.K): r for r in rows}
+    shapes = sorted({(r.M, r.N, r.K) for r in rows if r.kernel == _kernel("13")}, key=math.prod)
     lines = [
-        f"| M×N×K | {n}, GFLOP/s | cuBLAS strict FP32, GFLOP/s | {n} ÷ strict FP32 "
-        f"| {n}, % of the 3xTF32 peak | {t} (TF32), GFLOP/s | {n} ÷ {t} |",
+        "| M×N×K | 12 (TF32), GFLOP/s | cuBLAS TF32 | 12 ÷ cuBLAS TF32 "
+        "| 13 (3xTF32), GFLOP/s | cuBLAS strict FP32 | 13 ÷ strict FP32 |",
         "|---|---:|---:|---:|---:|---:|---:|",
     ]
-    for key, r in sorted(timed.items(), key=lambda kv: math.prod(kv[0])):
+    of12, of13 = [], []
+    for M, N, K in shapes:
+        r12, r13 = by[_kernel("12"), M, N, K], by[_kernel("13"), M, N, K]
+        lib = by[bench.CUBLAS_TF32, M, N, K]
+        of12.append(r12.gflops / lib.gflops)
+        of13.append(r13.gflops / r13.cublas_gflops)
         lines.append(
-            f"| {r.M}×{r.N}×{r.K} | {r.gflops:.0f} | {r.cublas_gflops:.0f} "
-            f"| {r.gflops / r.cublas_gflops:.2f}× | {r.pct_peak / accurate_peak:.1f}% "
-            f"| {tf32[key].gflops:.0f} | {r.gflops / tf32[key].gflops:.2f} |"
+            f"| {M}×{N}×{K} | {r12.gflops:.0f} | {lib.gflops:.0f} | {100 * of12[-1]:.1f}% "
+            f"| {r13.gflops:.0f} | {r13.cublas_gflops:.0f} | {of13[-1]:.2f}× |"
         )
+    lines.append(
+        f"| geometric mean | | | {100 * _geomean(of12):.1f}% | | | {_geomean(of13):.2f}× |"
+    )
+    lines.append(f"| minimum | | | {100 * min(of12):.1f}% | | | {min(of13):.2f}× |")
     return Markdown(
-        "\n".join(lines) + f"\n\n{_run_source(rows)} The 3xTF32 peak is a third of the dense "
-        "TF32 tensor-core rate at the boost clock the FP32 peak "
-        f"is counted at: {accurate_peak:.2f} times the FP32 peak on an H100."
+        "\n".join(lines) + f"\n\n{_run_source(rows)} Shapes of fewer blocks than SMs run in "
+        "layers of K (`autograder/run/split_k.py`)."
+    )
+
+
+def tensor_core_ratios(gpu: str = TENSOR_CORES_ON) -> dict[str, dict[tuple, float]]:
+    """12 ÷ cuBLAS TF32 and 13 ÷ strict cuBLAS at each shape of the committed sweep, for the
+    chapters' sentences: {"12": {(M, N, K): ratio}, "13": {...}}."""
+    rows = tensor_core_sweep(gpu)
+    lib = {(r.M, r.N, r.K): r.gflops for r in rows if r.kernel == bench.CUBLAS_TF32}
+    return {
+        "12": {(r.M, r.N, r.K): r.gflops / lib[r.M, r.N, r.K] for r in rows if r.kernel == _kernel("12")},
+        "13": {(r.M, r.N, r.K): r.gflops / r.cublas_gflops for r in rows if r.kernel == _kernel("13")},
+    }
+
+
+# ---- what the tensor cores keep when they add: book/data/accumulator_<gpu>.csv ----
+
+
+def accumulator_table(gpu: str = TENSOR_CORES_ON) -> Markdown:
+    """The probe of the tensor cores' additions (book/tf32_accumulator.py): for a term added
+    to 1 at each place, how many bits below the leading one it keeps, and which way the
+    sum rounds, through the FP32 lanes (08), one wgmma accumulator over K (12) and slices
+    promoted into FP32 registers (13)."""
+    rows = accuracy.read(DATA / f"accumulator_{gpu}.csv", accuracy.Kept)
+    kernels = list(dict.fromkeys(r.kernel for r in rows))
+    cell = {(r.kernel, r.place): f"{r.bits} bits, {r.rounding}" for r in rows}
+    lines = ["| a term added to 1 | " + " | ".join(kernels) + " |", "|---" * (len(kernels) + 1) + "|"]
+    for place in accuracy.PLACES:
+        lines.append(f"| {place} | " + " | ".join(cell[k, place] for k in kernels) + " |")
+    first = rows[0]
+    return Markdown(
+        "\n".join(lines) + f"\n\nEach term exact in TF32 and FP32, B all ones; \"bits\": the "
+        "largest e for which 1 + 2⁻ᵉ came out exactly (FP32 keeps 23); the rounding from "
+        "1 + 1.75·2⁻²³ and 1 − 2⁻²⁵. "
+        f"{first.gpu}, {first.date}, CUDA {first.cuda} (`book/tf32_accumulator.py`)."
     )
 
 
@@ -63,31 +109,64 @@ def _powers(text: str) -> str:
     return re.sub(r"\^(-?\d+)", lambda m: m[1].translate(_SUPERSCRIPT), text)
 
 
-def fp32_accuracy(gpu: str = TUNED_ON) -> list[accuracy.Row]:
+def fp32_accuracy(gpu: str = TENSOR_CORES_ON) -> list[accuracy.Row]:
     return accuracy.read(DATA / f"fp32_accuracy_{gpu}.csv")
 
 
-def fp32_accuracy_table(gpu: str = TUNED_ON) -> Markdown:
-    """Each result's largest and median error in FP32 units, and its largest as a share
-    of the checker's FP32 tolerance at that K: above 1, the checker fails it."""
-    rows = fp32_accuracy(gpu)
+STEP13, STRICT = "13_wgmma_3xtf32 (3xTF32)", "cuBLAS, strict FP32"
+
+
+def fp32_accuracy_table(K: int = 4096, gpu: str = TENSOR_CORES_ON) -> Markdown:
+    """Each result's largest and median error in FP32 units at one K, and its largest as a
+    share of the checker's FP32 tolerance there: above 1, the checker fails it."""
+    rows = [r for r in fp32_accuracy(gpu) if r.K == K]
     lines = [
         "| inputs | result | max e, in 2⁻²⁴ | median e, in 2⁻²⁴ | max e ÷ FP32 tolerance "
         "| ‖C − exact‖ / ‖exact‖ |",
         "|---|---|---:|---:|---:|---:|",
     ]
+    tolerance = checker.tolerance_factor(K)
     for r in rows:
-        tolerance = checker.tolerance_factor(r.K)
         lines.append(
             f"| {_powers(r.inputs)} | {r.result} | {r.max_e / checker.U:.1f} | {r.median_e / checker.U:.2f} "
             f"| {r.max_e / tolerance:.2f} | {r.relative_norm:.1e} |"
         )
     first = rows[0]
     return Markdown(
-        "\n".join(lines) + f"\n\nAt {first.K}³, e = |C − exact| / (|A||B|), element by element, "
-        f"against a float64 product; the FP32 tolerance is the checker's, (8 + 2√K) 2⁻²⁴ at "
-        f"K = {first.K}. {first.gpu}, {first.date}, CUDA {first.cuda}, CuPy {first.cupy} "
+        "\n".join(lines) + f"\n\nM = N = 4096, K = {K}: e = |C − exact| / (|A||B|), element by "
+        "element, against a float64 product; the FP32 tolerance is the checker's, (8 + 2√K) "
+        f"2⁻²⁴. {first.gpu}, {first.date}, CUDA {first.cuda}, CuPy {first.cupy} "
         "(`book/fp32_accuracy.py`)."
+    )
+
+
+def fp32_accuracy_ratios(gpu: str = TENSOR_CORES_ON) -> dict[tuple[str, int], tuple[float, float]]:
+    """Step 13's largest error and norm error over strict cuBLAS's, by (inputs, K)."""
+    rows = {(r.inputs, r.K, r.result): r for r in fp32_accuracy(gpu)}
+    return {
+        (inputs, K): (r.max_e / rows[inputs, K, STRICT].max_e,
+                      r.relative_norm / rows[inputs, K, STRICT].relative_norm)
+        for (inputs, K, result), r in rows.items()
+        if result == STEP13
+    }  # fmt: skip
+
+
+def fp32_accuracy_ratio_table(gpu: str = TENSOR_CORES_ON) -> Markdown:
+    """Step 13 against strict cuBLAS at every K measured, input by input: its largest error
+    and its norm error as multiples of strict FP32's (below 1: more accurate)."""
+    ratios = fp32_accuracy_ratios(gpu)
+    ks = sorted({K for _, K in ratios})
+    kinds = list(dict.fromkeys(inputs for inputs, _ in ratios))
+    lines = [
+        "| inputs | " + " | ".join(f"K = {K}" for K in ks) + " |",
+        "|---" + "|---:" * len(ks) + "|",
+    ]
+    for inputs in kinds:
+        cells = [f"{ratios[inputs, K][0]:.2f} / {ratios[inputs, K][1]:.2f}" for K in ks]
+        lines.append(f"| {_powers(inputs)} | " + " | ".join(cells) + " |")
+    return Markdown(
+        "\n".join(lines) + "\n\nEach cell: step 13's largest error ÷ strict cuBLAS's, then its "
+        "‖C − exact‖ ÷ strict cuBLAS's, M = N = 4096, in the same run (`book/fp32_accuracy.py`)."
     )
 
 
