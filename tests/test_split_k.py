@@ -1,9 +1,11 @@
-"""How many layers of K the tensor-core steps' GEMM runs in (autograder.run.split_k): a
-property of the rule at every shape of a sweep, for both steps' tiles and several GPUs."""
+"""The tensor-core steps' GEMM (autograder.run.split_k): how many layers of K it runs in,
+a property of the rule at every shape of a sweep for both steps' tiles and several GPUs;
+and the zero-padded copies it runs on where TMA cannot describe A or B."""
 
 import itertools
 import math
 
+import numpy as np
 import pytest
 
 from autograder.ladder import registry
@@ -31,3 +33,45 @@ def test_layers_fill_one_wave_at_most_and_each_keeps_min_slices(tile, sms):
 def test_a_c_of_many_tiles_is_never_split():
     assert split_k.layers(4096, 4096, 4096, TILES[1], 132) == 1
     assert split_k.layers(2048, 2048, 65536, TILES[0], 132) == 1
+
+
+class _OnDevice(np.ndarray):
+    """A NumPy array with CuPy's `.data.ptr`, the address `described` checks."""
+
+    @property
+    def data(self):
+        return type("Memory", (), {"ptr": self.__array_interface__["data"][0]})()
+
+
+class _Xp:
+    float32 = np.float32
+
+    @staticmethod
+    def zeros(shape, dtype):
+        return np.zeros(shape, dtype).view(_OnDevice)
+
+
+def _describable_only(M, N, K, alpha, A, B, beta, C):
+    """A stand-in for the kernel that computes only where TMA could copy A and B."""
+    assert K % 4 == 0 and N % 4 == 0 and A.data.ptr % 16 == 0 and B.data.ptr % 16 == 0
+    C.reshape(M, N)[...] = alpha * (A.reshape(M, K) @ B.reshape(K, N)) + beta * C.reshape(M, N)
+
+
+@pytest.mark.parametrize("M, N, K", [(5, 7, 9), (4, 8, 12), (3, 5, 4), (8, 6, 3), (1, 1, 1)])
+@pytest.mark.parametrize("beta", [0.0, -0.75])
+def test_a_gemm_of_rows_tma_cannot_describe_runs_on_zero_padded_copies(M, N, K, beta, monkeypatch):
+    rng = np.random.default_rng(M * N * K)
+    A, B = (rng.standard_normal(s).astype(np.float32).view(_OnDevice) for s in ((M, K), (K, N)))
+    before = rng.standard_normal((M, N)).astype(np.float32)
+    C = before.copy().view(_OnDevice)
+    monkeypatch.setattr(split_k, "COPY_FLOP_PER_FLOAT", 0)  # copies at these small shapes too
+    split_k.described(_describable_only, _Xp)(M, N, K, 2.0, A, B, beta, C)
+    np.testing.assert_allclose(C, 2.0 * (A @ B) + beta * before, rtol=1e-5, atol=1e-5)
+
+
+def test_a_product_too_small_to_pay_for_copies_runs_where_it_lies():
+    launched = []
+    run = split_k.described(lambda *args: launched.append(args), _Xp)
+    A, B, C = (np.zeros(s, np.float32).view(_OnDevice) for s in ((333, 129), (129, 777), (333, 777)))
+    run(333, 777, 129, 1.0, A, B, 0.0, C)
+    assert launched[0][4] is A and launched[0][5] is B  # no copies: 100 FLOP a float moved

@@ -6,7 +6,8 @@ step 09 does for step 08's kernel, the GEMM then runs the kernel on a grid S lay
 (each layer multiplies 1/S of K into a partial product of its own) and adds the layers up
 with step 09's reduction (by_shape.compose). The layers cost S matrices of M x N written and
 read back, and a block's start and end: so as many layers as make the blocks one wave at
-most, each at least MIN_SLICES slices of K deep.
+most, each at least MIN_SLICES slices of K deep. And it runs them where the Tensor Memory
+Accelerator can copy A and B (`described`).
 
 Measured on an H200 (2026-11-29, GPU time), S from 1 up to 64 at 18 shapes with fewer
 blocks than SMs: wherever the rule's S was among those timed, it was the fastest or within
@@ -36,15 +37,55 @@ def layers(M: int, N: int, K: int, tile: tuple[int, int], sms: int) -> int:
     return max(1, min(sms // blocks, slices // MIN_SLICES))
 
 
-def gemm(step_id: str, kernel: Callable, reduce: Callable, workspace: Callable, tile, sms: int):
+def gemm(step_id: str, kernel: Callable, reduce: Callable, xp, tile, sms: int):
     """launch(M, N, K, alpha, A, B, beta, C): the step's kernel (launch(..., layers=S)) in
     the layers `layers` chooses, the layers added up by `reduce` (step 09's course
-    reduction); workspace(n): n floats for the partial products."""
-    launch = compose(
+    reduction), on matrices TMA can describe (described); xp: CuPy."""
+    layered = compose(
         lambda M, N, K: Plan(step_id, layers(M, N, K, tile, sms)),
         {step_id: kernel},
         reduce,
-        workspace,
+        lambda n: xp.empty(n, dtype=xp.float32),
     )
-    launch.function = kernel.function
+    launch = described(layered, xp)
+    launch.function, launch.splits = kernel.function, layered.splits
     return launch
+
+
+# Copies pay where the product does at least this many FLOP per float they move. Measured
+# on an H200 (2026-11-29, GPU time, step 13 against strict cuBLAS, copies made at every
+# shape): 4095x4097x4093 (2,000 FLOP a float) ran at 1.48 times instead of 0.98 and
+# 3001x2999x3003 (1,500) at 1.34 instead of 0.92, while 1001x777x513 (320) fell from 0.80
+# to 0.63, 333x777x129 (100) from 0.51 to 0.32 and 3001x5003x64 (63) from 0.99 to 0.43.
+COPY_FLOP_PER_FLOAT = 1000
+
+
+def described(launch: Callable, xp) -> Callable:
+    """launch, on copies of A and B whose rows TMA can describe where theirs it cannot and
+    the product is large enough to pay for them (COPY_FLOP_PER_FLOAT).
+
+    TMA describes rows that start at 16-byte multiples; elsewhere the kernels copy A or B
+    float by float, and ran 4095x4097x4093 at 0.98 times strict cuBLAS (step 13) where
+    4096^3 ran at 1.62 (H200). So A and B are copied, K and N rounded up to multiples of
+    4 with zeros (the terms added are 0), and C through a copy N4 wide where N was
+    rounded."""
+
+    def run(M, N, K, alpha, A, B, beta, C):
+        K4, N4 = -(-K // 4) * 4, -(-N // 4) * 4
+        aligned = A.data.ptr % 16 == 0 and B.data.ptr % 16 == 0
+        moved = M * K4 + K4 * N4 + (2 * M * N4 if N4 != N else 0)
+        if ((K4, N4) == (K, N) and aligned) or 2 * M * N * K < COPY_FLOP_PER_FLOAT * moved:
+            launch(M, N, K, alpha, A, B, beta, C)
+            return
+        A4 = xp.zeros((M, K4), dtype=xp.float32)
+        A4[:, :K] = A.reshape(M, K)
+        B4 = xp.zeros((K4, N4), dtype=xp.float32)
+        B4[:K, :N] = B.reshape(K, N)
+        C4 = C.reshape(M, N) if N4 == N else xp.zeros((M, N4), dtype=xp.float32)
+        if N4 != N and beta != 0:
+            C4[:, :N] = C.reshape(M, N)
+        launch(M, N4, K4, alpha, A4, B4, beta, C4)
+        if N4 != N:
+            C.reshape(M, N)[...] = C4[:, :N]
+
+    return run
