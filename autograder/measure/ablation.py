@@ -120,7 +120,7 @@ VARIANTS = (
         step="13",
     ),
     Variant(
-        "the split's stop at the largest TF32 value (x near 2^128 makes NaN)",
+        "the split's stop at the largest TF32 value (no NaN from inputs near FP32's top)",
         (
             ("  constexpr float LARGEST_TF32 = 3.4011621e38f;  // (2 - 2^-10) 2^127\n", ""),
             (

@@ -159,7 +159,7 @@ def beyond_results() -> list[bench.Row]:
 
 
 # The GPU the tensor-core steps' current kernels were measured on, every shape of the
-# sweep and outside it (book/data/sweep_beyond_<gpu>.csv), their accuracy and the probe
+# sweep and outside it (book/data/tensor_cores_<gpu>.csv), their accuracy and the probe
 # of the tensor cores' additions: step 13 changed after the H100's beyond run.
 TENSOR_CORES_ON = "h200"
 
@@ -167,7 +167,7 @@ TENSOR_CORES_ON = "h200"
 def tensor_core_sweep(gpu: str = TENSOR_CORES_ON) -> list[bench.Row]:
     """The tensor-core steps timed at every shape of the sweep and outside it, beside
     cuBLAS in strict FP32 and in TF32 (`bench 10 11 12 13 --sweep --outside`)."""
-    return bench.read_csv(DATA / f"sweep_beyond_{gpu}.csv")
+    return bench.read_csv(DATA / f"tensor_cores_{gpu}.csv")
 
 
 def provenance_short(size=LARGEST) -> str:

@@ -2,7 +2,7 @@
 step, with the steps beyond the FP32 ladder on their own scale, and a table), where the
 ladder ends, the list of exercise notebooks, and each chapter's exercise line. The
 steps, their names and their notebooks come from the registry and the assignments;
-every number from book/data/bench_*.csv and sweep_beyond_*.csv.
+every number from book/data/bench_*.csv and tensor_cores_*.csv.
 """
 
 from __future__ import annotations
@@ -92,7 +92,7 @@ def ladder_chart(size=LARGEST):
             ("cuBLAS FP32", first.cublas_gflops, "black", "--", "left"),
             ("FP32 peak", fp32_peak(ladder), pictures.BLUE, ":", "right"),
         ],
-        f"The FP32 ladder, steps {ladder[0].kernel[:2]}–{ladder[-1].kernel[:2]} ({_run(first)})",
+        f"The FP32 ladder, steps {ladder[0].kernel[:2]}–{ladder[-1].kernel[:2]}\n{_run(first)}",
         size,
     )
     _panel(
@@ -108,8 +108,8 @@ def ladder_chart(size=LARGEST):
                 "left",
             ),
         ],
-        f"Beyond it, steps {beyond[0].kernel[:2]}–{beyond[-1].kernel[:2]}, own scale "
-        f"({_run(beyond[0])})",
+        f"Beyond it, steps {beyond[0].kernel[:2]}–{beyond[-1].kernel[:2]}, own scale\n"
+        f"{_run(beyond[0])}",
         size,
     )
     handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in COLOURS.values()]
@@ -161,7 +161,7 @@ def ladder_says(size=LARGEST) -> Markdown:
         f"({fp32_peak(rows):,.0f} GFLOP/s: a step's GFLOP/s over its % of peak). Steps 10 "
         f"to 13 were timed in a run of their own, on an {beyond.gpu}, {beyond.date}, beside "
         "cuBLAS with TF32 on. "
-        "Data: `book/data/bench_*.csv` and `sweep_beyond_*.csv`, drawn as this page was built."
+        "Data: `book/data/bench_*.csv` and `tensor_cores_*.csv`, drawn as this page was built."
     )
 
 

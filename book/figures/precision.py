@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import re
+from statistics import geometric_mean
 
 from IPython.display import Markdown
 
@@ -23,11 +24,6 @@ from .common import (
     tensor_core_sweep,
 )
 from .tuning import TUNED_ON
-
-
-def _geomean(values) -> float:
-    values = list(values)
-    return math.exp(sum(math.log(v) for v in values) / len(values))
 
 
 def tensor_core_sweep_table(gpu: str = TENSOR_CORES_ON) -> Markdown:
@@ -54,12 +50,13 @@ def tensor_core_sweep_table(gpu: str = TENSOR_CORES_ON) -> Markdown:
             f"| {r13.gflops:.0f} | {r13.cublas_gflops:.0f} | {of13[-1]:.2f}× |"
         )
     lines.append(
-        f"| geometric mean | | | {100 * _geomean(of12):.1f}% | | | {_geomean(of13):.2f}× |"
+        f"| geometric mean | | | {100 * geometric_mean(of12):.1f}% | | | {geometric_mean(of13):.2f}× |"
     )
     lines.append(f"| minimum | | | {100 * min(of12):.1f}% | | | {min(of13):.2f}× |")
     return Markdown(
-        "\n".join(lines) + f"\n\n{_run_source(rows)} Shapes of fewer blocks than SMs run in "
-        "layers of K (`autograder/run/split_k.py`)."
+        "\n".join(lines) + f"\n\n{_run_source(rows)} With `--sweep --outside`. Shapes of fewer "
+        "blocks than SMs run in layers of K, large ones whose rows TMA cannot describe on "
+        "zero-padded copies (`autograder/run/split_k.py`)."
     )
 
 
