@@ -72,6 +72,7 @@ def test_a_gemm_of_rows_tma_cannot_describe_runs_on_zero_padded_copies(M, N, K, 
 def test_a_product_too_small_to_pay_for_copies_runs_where_it_lies():
     launched = []
     run = split_k.described(lambda *args: launched.append(args), _Xp)
-    A, B, C = (np.zeros(s, np.float32).view(_OnDevice) for s in ((333, 129), (129, 777), (333, 777)))
+    shapes = ((333, 129), (129, 777), (333, 777))
+    A, B, C = (np.zeros(s, np.float32).view(_OnDevice) for s in shapes)
     run(333, 777, 129, 1.0, A, B, 0.0, C)
     assert launched[0][4] is A and launched[0][5] is B  # no copies: 100 FLOP a float moved

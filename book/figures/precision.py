@@ -50,7 +50,8 @@ def tensor_core_sweep_table(gpu: str = TENSOR_CORES_ON) -> Markdown:
             f"| {r13.gflops:.0f} | {r13.cublas_gflops:.0f} | {of13[-1]:.2f}× |"
         )
     lines.append(
-        f"| geometric mean | | | {100 * geometric_mean(of12):.1f}% | | | {geometric_mean(of13):.2f}× |"
+        f"| geometric mean | | | {100 * geometric_mean(of12):.1f}% "
+        f"| | | {geometric_mean(of13):.2f}× |"
     )
     lines.append(f"| minimum | | | {100 * min(of12):.1f}% | | | {min(of13):.2f}× |")
     return Markdown(
@@ -65,10 +66,10 @@ def tensor_core_ratios(gpu: str = TENSOR_CORES_ON) -> dict[str, dict[tuple, floa
     chapters' sentences: {"12": {(M, N, K): ratio}, "13": {...}}."""
     rows = tensor_core_sweep(gpu)
     lib = {(r.M, r.N, r.K): r.gflops for r in rows if r.kernel == bench.CUBLAS_TF32}
-    return {
-        "12": {(r.M, r.N, r.K): r.gflops / lib[r.M, r.N, r.K] for r in rows if r.kernel == _kernel("12")},
-        "13": {(r.M, r.N, r.K): r.gflops / r.cublas_gflops for r in rows if r.kernel == _kernel("13")},
-    }
+    shape = lambda r: (r.M, r.N, r.K)  # noqa: E731
+    of12 = {shape(r): r.gflops / lib[shape(r)] for r in rows if r.kernel == _kernel("12")}
+    of13 = {shape(r): r.gflops / r.cublas_gflops for r in rows if r.kernel == _kernel("13")}
+    return {"12": of12, "13": of13}
 
 
 # ---- what the tensor cores keep when they add: book/data/accumulator_<gpu>.csv ----
@@ -82,7 +83,8 @@ def accumulator_table(gpu: str = TENSOR_CORES_ON) -> Markdown:
     rows = accuracy.read(DATA / f"accumulator_{gpu}.csv", accuracy.Kept)
     kernels = list(dict.fromkeys(r.kernel for r in rows))
     cell = {(r.kernel, r.place): f"{r.bits} bits, {r.rounding}" for r in rows}
-    lines = ["| a term added to 1 | " + " | ".join(kernels) + " |", "|---" * (len(kernels) + 1) + "|"]
+    lines = ["| a term added to 1 | " + " | ".join(kernels) + " |"]
+    lines.append("|---" * (len(kernels) + 1) + "|")
     for place in accuracy.PLACES:
         lines.append(f"| {place} | " + " | ".join(cell[k, place] for k in kernels) + " |")
     first = rows[0]
@@ -125,8 +127,8 @@ def fp32_accuracy_table(K: int = 4096, gpu: str = TENSOR_CORES_ON) -> Markdown:
     tolerance = checker.tolerance_factor(K)
     for r in rows:
         lines.append(
-            f"| {_powers(r.inputs)} | {r.result} | {r.max_e / checker.U:.1f} | {r.median_e / checker.U:.2f} "
-            f"| {r.max_e / tolerance:.2f} | {r.relative_norm:.1e} |"
+            f"| {_powers(r.inputs)} | {r.result} | {r.max_e / checker.U:.1f} "
+            f"| {r.median_e / checker.U:.2f} | {r.max_e / tolerance:.2f} | {r.relative_norm:.1e} |"
         )
     first = rows[0]
     return Markdown(
