@@ -71,10 +71,14 @@ def split_exact_sum(A, B):
     return f64[0] @ f64[3] + f64[1] @ f64[2] + f64[0] @ f64[2]
 
 
-def kernel(step, A, B, spec=None):
+def kernel(spec, A, B):
     C = cupy.zeros((M, N), dtype=cupy.float32)
-    gpu_launcher(spec or KernelSpec.from_step(step))(M, N, K, 1.0, A, B, 0.0, C)
+    gpu_launcher(spec)(M, N, K, 1.0, A, B, 0.0, C)
     return C
+
+
+def step(step_id):
+    return KernelSpec.from_step(registry.step(step_id))
 
 
 # Step 13 with its slices' sums kept in the tensor cores' accumulators over all of K, as
@@ -84,11 +88,11 @@ def kernel(step, A, B, spec=None):
 
 RESULTS = {
     "cuBLAS, strict FP32": lambda A, B: A @ B,
-    "08_pipelining (FP32 lanes)": lambda A, B: kernel(registry.step("08"), A, B),
+    "08_pipelining (FP32 lanes)": lambda A, B: kernel(step("08"), A, B),
     "cuBLAS, TF32": lambda A, B: gpu.matmul_tf32(A, B, cupy.empty((M, N), cupy.float32)),
-    "12_wgmma_tf32 (TF32)": lambda A, B: kernel(registry.step("12"), A, B),
-    "13_wgmma_3xtf32 (3xTF32)": lambda A, B: kernel(registry.step("13"), A, B),
-    "13 without promotion": lambda A, B: kernel(None, A, B, ablation.spec(UNPROMOTED)),
+    "12_wgmma_tf32 (TF32)": lambda A, B: kernel(step("12"), A, B),
+    "13_wgmma_3xtf32 (3xTF32)": lambda A, B: kernel(step("13"), A, B),
+    "13 without promotion": lambda A, B: kernel(ablation.spec(UNPROMOTED), A, B),
     "3xTF32 split, exact sum": split_exact_sum,
 }
 

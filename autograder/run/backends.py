@@ -131,9 +131,8 @@ def gpu_launcher(
     """Compile spec for the current GPU (GPU_OPTIONS);
     return launch(M, N, K, alpha, A, B, beta, C). For a tensor-core step (12, 13), that
     is its kernel in layers of K where C has too few tiles (split_k), unless `layered` is
-    False. For a reduction
-    (step 09), it is the GEMM autograder.run.by_shape builds around it, with the plans of `choose`
-    (by default, the dispatcher's for this GPU: its committed table, else tuned on
+    False. For a reduction (step 09), it is the GEMM autograder.run.by_shape builds
+    around it, with the plans of `choose` (by default, the dispatcher's for this GPU: its committed table, else tuned on
     first use where `tune` and SGEMM_AUTOTUNE allow, autograder.run.autotune; `table`
     False sets the committed table aside, as on a GPU nobody tuned on);
     launch.function is the spec's own kernel either way, and launch.choose the

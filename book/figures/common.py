@@ -170,6 +170,11 @@ def tensor_core_sweep(gpu: str = TENSOR_CORES_ON) -> list[bench.Row]:
     return bench.read_csv(DATA / f"tensor_cores_{gpu}.csv")
 
 
+def tensor_core_rows(size=LARGEST) -> dict[str, bench.Row]:
+    """The tensor-core sweep's rows at one size, by kernel (cuBLAS_TF32's among them)."""
+    return {r.kernel: r for r in tensor_core_sweep() if (r.M, r.N, r.K) == _size(size)}
+
+
 def provenance_short(size=LARGEST) -> str:
     r = bench_row("01", size)
     return f"{r.gpu}, {r.date}, CUDA {r.cuda}, CuPy {r.cupy}"

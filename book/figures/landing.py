@@ -21,6 +21,7 @@ from .common import (
     SMALL,
     _size_label,
     bench_row,
+    tensor_core_rows,
     tensor_core_sweep,
 )
 from .rungs import _rungs, fp32_peak
@@ -78,7 +79,7 @@ def ladder_chart(size=LARGEST):
     copies, then tensor cores, which pass the FP32 peak) against cuBLAS in FP32 and in
     TF32, timed in their own run, each panel titled with its GPU."""
     ladder = _rungs(size)
-    timed = {r.kernel: r for r in tensor_core_sweep() if (r.M, r.N, r.K) == size}
+    timed = tensor_core_rows(size)
     beyond = [timed[s.name] for s in registry.BEYOND]
     heights = [len(ladder) + 1.5, len(beyond) + 1.5]
     fig, (top, bottom) = plt.subplots(

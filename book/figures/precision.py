@@ -26,34 +26,36 @@ from .common import (
 from .tuning import TUNED_ON
 
 
+# The tensor-core steps' rows in the sweep: 12 (TF32) and 13 (3xTF32).
+_TENSOR_CORE_STEPS = (_kernel("12"), _kernel("13"))
+
+
 def tensor_core_sweep_table(gpu: str = TENSOR_CORES_ON) -> Markdown:
     """Steps 12 and 13 at every shape of the sweep and outside it, each beside the library
     it competes with, timed in one run: 12 against cuBLAS with TF32, 13 (FP32 results)
-    against strict-FP32 cuBLAS; each ratio from the figures in its row, with their geometric
-    means and minimums."""
+    against strict-FP32 cuBLAS; each ratio from the figures in its row (tensor_core_ratios),
+    with their geometric means and minimums."""
     rows = tensor_core_sweep(gpu)
     by = {(r.kernel, r.M, r.N, r.K): r for r in rows}
-    shapes = sorted({(r.M, r.N, r.K) for r in rows if r.kernel == _kernel("13")}, key=math.prod)
+    of = tensor_core_ratios(gpu)
     lines = [
         "| M×N×K | 12 (TF32), GFLOP/s | cuBLAS TF32 | 12 ÷ cuBLAS TF32 "
         "| 13 (3xTF32), GFLOP/s | cuBLAS strict FP32 | 13 ÷ strict FP32 |",
         "|---|---:|---:|---:|---:|---:|---:|",
     ]
-    of12, of13 = [], []
-    for M, N, K in shapes:
-        r12, r13 = by[_kernel("12"), M, N, K], by[_kernel("13"), M, N, K]
-        lib = by[bench.CUBLAS_TF32, M, N, K]
-        of12.append(r12.gflops / lib.gflops)
-        of13.append(r13.gflops / r13.cublas_gflops)
+    for shape in sorted(of["13"], key=math.prod):
+        r12, r13, lib = (by[name, *shape] for name in (*_TENSOR_CORE_STEPS, bench.CUBLAS_TF32))
         lines.append(
-            f"| {M}×{N}×{K} | {r12.gflops:.0f} | {lib.gflops:.0f} | {100 * of12[-1]:.1f}% "
-            f"| {r13.gflops:.0f} | {r13.cublas_gflops:.0f} | {of13[-1]:.2f}× |"
+            f"| {'×'.join(map(str, shape))} | {r12.gflops:.0f} | {lib.gflops:.0f} "
+            f"| {100 * of['12'][shape]:.1f}% | {r13.gflops:.0f} | {r13.cublas_gflops:.0f} "
+            f"| {of['13'][shape]:.2f}× |"
         )
+    twelve, thirteen = of["12"].values(), of["13"].values()
     lines.append(
-        f"| geometric mean | | | {100 * geometric_mean(of12):.1f}% "
-        f"| | | {geometric_mean(of13):.2f}× |"
+        f"| geometric mean | | | {100 * geometric_mean(twelve):.1f}% "
+        f"| | | {geometric_mean(thirteen):.2f}× |"
     )
-    lines.append(f"| minimum | | | {100 * min(of12):.1f}% | | | {min(of13):.2f}× |")
+    lines.append(f"| minimum | | | {100 * min(twelve):.1f}% | | | {min(thirteen):.2f}× |")
     return Markdown(
         "\n".join(lines) + f"\n\n{_run_source(rows)} With `--sweep --outside`. Shapes of fewer "
         "blocks than SMs run in layers of K, large ones whose rows TMA cannot describe on "
@@ -63,12 +65,13 @@ def tensor_core_sweep_table(gpu: str = TENSOR_CORES_ON) -> Markdown:
 
 def tensor_core_ratios(gpu: str = TENSOR_CORES_ON) -> dict[str, dict[tuple, float]]:
     """12 ÷ cuBLAS TF32 and 13 ÷ strict cuBLAS at each shape of the committed sweep, for the
-    chapters' sentences: {"12": {(M, N, K): ratio}, "13": {...}}."""
+    table and the chapters' sentences: {"12": {(M, N, K): ratio}, "13": {...}}."""
     rows = tensor_core_sweep(gpu)
     lib = {(r.M, r.N, r.K): r.gflops for r in rows if r.kernel == bench.CUBLAS_TF32}
     shape = lambda r: (r.M, r.N, r.K)  # noqa: E731
-    of12 = {shape(r): r.gflops / lib[shape(r)] for r in rows if r.kernel == _kernel("12")}
-    of13 = {shape(r): r.gflops / r.cublas_gflops for r in rows if r.kernel == _kernel("13")}
+    step12, step13 = _TENSOR_CORE_STEPS
+    of12 = {shape(r): r.gflops / lib[shape(r)] for r in rows if r.kernel == step12}
+    of13 = {shape(r): r.gflops / r.cublas_gflops for r in rows if r.kernel == step13}
     return {"12": of12, "13": of13}
 
 

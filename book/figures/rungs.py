@@ -30,7 +30,7 @@ from .common import (
     provenance,
     results,
     show,
-    tensor_core_sweep,
+    tensor_core_rows,
 )
 
 
@@ -240,7 +240,7 @@ def you_are_here(step_id: str, size=LARGEST) -> Markdown:
             f"{r.pct_cublas:.1f}% of cuBLAS and {r.pct_peak:.1f}% of the FP32 peak on an {r.gpu}."
         )
     elif step in registry.BEYOND:
-        timed = {r.kernel: r for r in tensor_core_sweep() if (r.M, r.N, r.K) == _size(size)}
+        timed = tensor_core_rows(size)
         r, tf32 = timed[step.name], timed[bench.CUBLAS_TF32]
         here = (
             f"**You are here: beyond the ladder**, step {step.id}: {r.gflops:,.0f} GFLOP/s at "
