@@ -321,13 +321,12 @@ def _target(work: Path) -> None:
     import cupy
     import numpy as np
 
-    from ..run.backends import gpu_launcher
+    from ..run.backends import judged_launcher
 
     cupy.cuda.set_allocator(None)  # one allocation per array, which memcheck bounds exactly
     spec, shape = pickle.loads((work / "job.pickle").read_bytes())
-    # With line numbers, as every GPU build (the checks' own); never tuning under the tool;
-    # a tensor-core step unsplit, as the checks run it (GpuBackend._load).
-    launch = gpu_launcher(spec, tune=False, layered=False)
+    # With line numbers, as every GPU build: the checks' own launch (GpuBackend._load).
+    launch = judged_launcher(spec)
     rng = np.random.default_rng(0)
     M, N, K = shape.M, shape.N, shape.K
     # A check's launch: beside other checks, never during a timing; the turn is taken

@@ -160,6 +160,17 @@ def gpu_launcher(
     return launch
 
 
+def judged_launcher(spec: KernelSpec):
+    """launch for the judge's checks, and for compute-sanitizer's run of the same: never
+    tuned (a case's time limit is the kernel's; the learner's reduction is timed beside
+    the reference's under the same plans anyway: those the cache kept, else the device's
+    arithmetic). A tensor-core step unsplit: each block walks all of K and reuses its
+    buffers as often as it can, so that a race in their reuse shows (in layers of five
+    slices, a block reuses one buffer once), and every layer is the learner's own, where
+    the judge's account of split-K (judge.reduction) takes them for the course's."""
+    return gpu_launcher(spec, tune=False, layered=False)
+
+
 def _layered(spec: KernelSpec):
     """A tensor-core step's GEMM: its kernel in the layers of K split_k chooses, added up
     by the course's own reduction (kernels/09), on matrices TMA can describe."""
@@ -268,14 +279,7 @@ class GpuBackend(Backend):
         # NVRTC is never built on a GPU, where a kernel may test __CUDA_ARCH__.
         device_only.refuse_directives(spec.source, spec.filename, hidden_code=False)
         _check_contract(spec)  # CuPy would pass the contract's arguments whatever it declares
-        # Never tuned here: a case's time limit is the kernel's, and the learner's
-        # reduction is timed beside the reference's under the same plans anyway (those
-        # the cache kept, else the device's arithmetic). A tensor-core step is judged
-        # unsplit: each block walks all of K and reuses its buffers as often as it can,
-        # so that a race in their reuse shows (in layers of five slices, a block reuses
-        # one buffer once), and every layer is the learner's own, where the judge's
-        # account of split-K (judge.reduction) takes them for the course's.
-        launch = gpu_launcher(spec, tune=False, layered=False)
+        launch = judged_launcher(spec)
         device = cupy.cuda.Device().attributes
         limit = min(device["MaxThreadsPerBlock"], launch.function.max_threads_per_block)
         fewer = ""
