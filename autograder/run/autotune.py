@@ -9,10 +9,10 @@ versions and the device, and is refused on a mismatch).
 
 What it costs is bounded: SHORTLIST plans at a class's sample shapes (those `tune 09`
 times it at, by_shape.sample_shapes; the ones over MAX_LAUNCH_S of arithmetic left
-out, the smallest always kept), each with one warm-up and SAMPLES samples of GPU time
-(device_clock). It is said once on stderr, with a line per class tuned and the
-seconds spent. SGEMM_AUTOTUNE=0 turns it off for reproducible runs: then the cache
-is neither read nor written, and the device's arithmetic decides alone
+out, the smallest always kept), each timed as shape_timer times a plan (GPU time, the
+median of a few samples after a warm-up). It is said once on stderr, with a line per
+class tuned and the seconds spent. SGEMM_AUTOTUNE=0 turns it off for reproducible
+runs: then the cache is neither read nor written, and the device's arithmetic decides alone
 (by_shape.device_rule). A committed table for this GPU wins over both: where one
 exists nothing is tuned. `python -m autograder tune 09` stays the full search, and
 what the book's tables come from.
@@ -37,13 +37,12 @@ from pathlib import Path
 from statistics import geometric_mean
 
 from ..ladder import hardware, registry
-from . import by_shape
+from . import by_shape, shape_timer
 from .by_shape import Bands, Plan
 
 ENV = "SGEMM_AUTOTUNE"  # "0" (or off, false, no): no tuning, no cache
 CACHE_ENV = "SGEMM_AUTOTUNE_CACHE"  # a directory for the cache instead of the user's
 CACHE_VERSION = 1
-SAMPLES = 5  # per plan and shape, after one warm-up: the median counts
 # A sample shape whose arithmetic alone takes longer than this on the device (at its
 # FP32 peak) is left out of a class's timing, unless it is the class's smallest.
 MAX_LAUNCH_S = 0.02
@@ -308,53 +307,16 @@ def chooser(
 
 def gpu_timer(gemms: Mapping[str, Callable], reduce: Callable) -> TimePlan:
     """time_plan on this GPU: the course's GEMM (by_shape.compose) with the plan forced,
-    on random inputs, GPU time (device_clock: warm, the host's launch work held out),
-    the median of SAMPLES after a warm-up; infinite where C's first and last rows are
-    not A B's (_right)."""
+    timed by shape_timer."""
     import cupy
 
-    from .device_clock import DeviceClock
-
-    clock = DeviceClock()
     forced: dict[str, Plan] = {}
     launch = by_shape.compose(
         lambda M, N, K: forced["plan"], gemms, reduce, lambda n: cupy.empty(n, dtype=cupy.float32)
     )
-    rng = cupy.random.default_rng()
-    arrays: dict[tuple[int, int, int], tuple] = {}
 
-    def time_plan(shape: tuple[int, int, int], plan: Plan) -> float:
-        try:
-            return timed(shape, plan)
-        except cupy.cuda.memory.OutOfMemoryError:  # a sample shape too large for this GPU
-            arrays.clear()
-            return math.inf
-
-    def timed(shape: tuple[int, int, int], plan: Plan) -> float:
-        if shape not in arrays:
-            arrays.clear()  # one shape's matrices at a time
-            M, N, K = shape
-            arrays[shape] = (
-                rng.standard_normal((M, K), dtype=cupy.float32),
-                rng.standard_normal((K, N), dtype=cupy.float32),
-                cupy.empty((M, N), dtype=cupy.float32),
-            )
-        A, B, C = arrays[shape]
+    def forcing(plan: Plan) -> Callable:
         forced["plan"] = plan
-        # Finite, as the checker's C before a beta = 0 launch: the course's contract lets
-        # a kernel compute beta * C then (step 09's reduction does), and 0 * NaN is NaN.
-        C.fill(0)
-        run = functools.partial(launch, *shape, 1.0, A, B, 0.0, C)
-        clock.time(run)  # the warm-up
-        seconds = sorted(clock.warm(run) for _ in range(SAMPLES))[SAMPLES // 2]
-        return seconds if _right(A, B, C) else math.inf
+        return launch
 
-    def _right(A, B, C) -> bool:
-        """C's first and last rows are A B's, as far as float32 sums can tell (a plan
-        that left part of C unwritten or summed a split twice is never chosen)."""
-        rows = cupy.asarray([0, A.shape[0] - 1])
-        exact = A[rows].astype(cupy.float64) @ B.astype(cupy.float64)
-        scale = cupy.abs(A[rows]).astype(cupy.float64) @ cupy.abs(B).astype(cupy.float64)
-        return bool((cupy.abs(C[rows] - exact) <= 1e-4 * scale + 1e-30).all())
-
-    return time_plan
+    return shape_timer.gpu_timer(forcing)
