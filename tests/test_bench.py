@@ -2,11 +2,13 @@
 
 import dataclasses
 import math
+import re
 
 import pytest
 
 from autograder.measure import bench
 from autograder.measure.bench import Row
+from autograder.run import paths
 
 
 def row(kernel, size, gflops, cublas=1000.0, samples=10, noise=0.5):
@@ -120,6 +122,20 @@ def test_the_sweep_table_shows_each_kernels_geometric_mean_and_minimum():
     assert f"geomean{'':<21}{geomean:>16.1f}{100.0:>16.1f}" in text, text
     assert f"minimum{'':<21}{50.0:>16.1f}{100.0:>16.1f}" in text, text
     assert "square    128x128x128" in text and "-" in text  # b did not run 256
+
+
+def test_where_a_tensor_core_step_ran_step_09s_fp32_gemm_its_tables_say_so(tmp_path):
+    shapes = [bench.parse_size(s) for s in bench.sweep_sizes()[:2]]
+    rows = [
+        dataclasses.replace(row("13", shapes[0], 500.0), path=paths.FP32),
+        dataclasses.replace(row("13", shapes[1], 900.0), path=paths.tensor_cores(2)),
+    ]
+    for text in (bench.sweep_table(rows), bench.table(rows)):
+        assert re.search(r"50\.0%?\)?\*", text) and not re.search(r"90\.0%?\)?\*", text)
+        assert "step 09's FP32 GEMM ran" in text
+    assert "*" not in bench.sweep_table([row("13", shapes[0], 500.0)])
+    bench.write_csv(rows, tmp_path / "sweep.csv")
+    assert bench.read_csv(tmp_path / "sweep.csv") == rows  # the path round-trips
 
 
 KINDS = ("bench", "sweep", "beyond", "ablation", "ablation12")

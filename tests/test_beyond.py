@@ -306,7 +306,7 @@ def test_a_c_of_few_tiles_runs_in_layers_of_k_that_add_up_to_the_product(step):
     from autograder.run.backends import gpu_launcher
 
     M, N, K = 256, 256, 2048
-    launch = gpu_launcher(KernelSpec.from_step(step))
+    launch = gpu_launcher(KernelSpec.from_step(step), tune=False)  # no race to FP32
     rng = np.random.default_rng(1)
     A, B = (rng.standard_normal(s, dtype=np.float32) for s in ((M, K), (K, N)))
     C = cupy.zeros((M, N), dtype=cupy.float32)

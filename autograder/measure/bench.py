@@ -37,7 +37,7 @@ import numpy as np
 from ..judge.checker import ALPHA, SENTINEL
 from ..judge.timing import NOISY_ERROR, Verifier, gflops, sample
 from ..ladder.registry import DATA_DIR
-from ..run import gpu, gpu_lock
+from ..run import gpu, gpu_lock, paths
 from ..run.kernel import KernelSpec
 from . import typed_csv
 
@@ -85,6 +85,10 @@ class Row:
     noise_pct: float
     cublas_samples: int
     cublas_noise_pct: float
+    # What ran, where a launch chooses its path by shape (a tensor-core step: its
+    # tensor cores in some layers of K, or step 09's FP32 GEMM; run.paths); "" where it
+    # is the kernel itself, and in files written before the column was.
+    path: str = ""
 
 
 def parse_size(text: str) -> tuple[int, int, int]:
@@ -163,12 +167,14 @@ def bench(
         out = {
             name: cupy.full((M, N), SENTINEL, dtype=cupy.float32) for name in ("cuBLAS", *launches)
         }
-        # Step 09 chooses (and, on a GPU with no table, tunes on first use) here, untimed:
-        # no sample may hold the stream while it times its plans.
+        # Step 09 chooses (and, on a GPU with no table, tunes on first use) here, untimed,
+        # and a tensor-core step its path: no sample may hold the stream while they time.
         start = time.monotonic()
         for launch in launches.values():
             if hasattr(launch, "choose"):
                 launch.choose(M, N, K)
+            if hasattr(launch, "path"):
+                launch.path(M, N, K)
         if first_use is not None:
             first_use.seconds[M, N, K] = time.monotonic() - start
             first_use.classes = sum(
@@ -233,6 +239,7 @@ def bench(
                     round(100 * taken.noise, 2),
                     len(cublas.seconds),
                     round(100 * cublas.noise, 2),
+                    launches[name].path(M, N, K) if hasattr(launches.get(name), "path") else "",
                 )
             )
     return rows
@@ -259,13 +266,14 @@ def table(rows: list[Row]) -> str:
         lines.append(
             f"{k:<20}"
             + "".join(
-                f"{f'{c.gflops:.0f} ({c.pct_cublas:.1f}%)' if c else '-':>{width}}" for c in cells
+                f"{f'{c.gflops:.0f} ({c.pct_cublas:.1f}%){_mark(c)}' if c else '-':>{width}}"
+                for c in cells
             )
             + f"{f'{peak.pct_peak:.1f}%' if peak else '-':>14}"
         )
     cublas = [cublas_at(rows, s) for s in sizes]
     lines.append(f"{'cuBLAS':<20}" + "".join(f"{c:>{width}.0f}" for c in cublas))
-    lines.append(sampling(rows))
+    lines += [*fp32_paths(rows), sampling(rows)]
     return "\n".join(lines)
 
 
@@ -278,6 +286,17 @@ def cublas_at(rows: list[Row], size: tuple[int, int, int]) -> float:
             "a % of cuBLAS must be computed from the cuBLAS figure printed beside it"
         )
     return found.pop()
+
+
+def _mark(row: Row) -> str:
+    return "*" if row.path == paths.FP32 else ""
+
+
+def fp32_paths(rows: list[Row]) -> list[str]:
+    """A line for the table where a tensor-core step ran step 09's FP32 GEMM (marked *)."""
+    if not any(_mark(r) for r in rows):
+        return []
+    return ["* the tensor cores were slower there: step 09's FP32 GEMM ran (run.paths)"]
 
 
 def sampling(rows: list[Row]) -> str:
@@ -338,7 +357,9 @@ def sweep_table(rows: list[Row]) -> str:
             cublas = cublas_at(rows, size)
             lines.append(
                 f"{group:<10}{'x'.join(map(str, size)):<18}"
-                + "".join(f"{f'{c.pct_cublas:.1f}' if c else '-':>{width}}" for c in found)
+                + "".join(
+                    f"{f'{c.pct_cublas:.1f}{_mark(c)}' if c else '-':>{width}}" for c in found
+                )
                 + f"{cublas:>16.0f}"
             )
     outside = set(map(parse_size, outside_sizes()))
@@ -353,7 +374,7 @@ def sweep_table(rows: list[Row]) -> str:
             lines.append(
                 f"{name + label:<28}" + "".join(f"{summary(v):>{width}.1f}" for v in values)
             )
-    lines.append(sampling(rows))
+    lines += [*fp32_paths(rows), sampling(rows)]
     return "\n".join(lines)
 
 

@@ -9,8 +9,9 @@ It is opened inside the child process that runs the kernel (autograder.judge.job
 from __future__ import annotations
 
 import contextlib
+import functools
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable
 
 import numpy as np
@@ -27,6 +28,8 @@ from . import (
     gpu,
     gpu_lock,
     guarded,
+    paths,
+    shape_timer,
     split_k,
     tensor_maps,
 )
@@ -131,14 +134,16 @@ def gpu_launcher(
     """Compile spec for the current GPU (GPU_OPTIONS);
     return launch(M, N, K, alpha, A, B, beta, C). For a tensor-core step (12, 13), that
     is its kernel in layers of K where C has too few tiles (split_k), unless `layered` is
-    False. For a reduction (step 09), it is the GEMM autograder.run.by_shape builds
-    around it, with the plans of `choose` (by default, the dispatcher's for this GPU: its committed table, else tuned on
-    first use where `tune` and SGEMM_AUTOTUNE allow, autograder.run.autotune; `table`
-    False sets the committed table aside, as on a GPU nobody tuned on);
-    launch.function is the spec's own kernel either way, and launch.choose the
-    dispatcher (its .first_use, where it tunes, says what tuning cost)."""
+    False, and at small products the fastest of that and step 09's FP32 GEMM, timed on
+    first use where `tune` and SGEMM_AUTOTUNE allow (paths). For a reduction (step 09),
+    it is the GEMM autograder.run.by_shape builds around it, with the plans of `choose`
+    (by default, the dispatcher's for this GPU: its committed table, else tuned on first
+    use where `tune` and SGEMM_AUTOTUNE allow, autograder.run.autotune; `table` False
+    sets the committed table aside, as on a GPU nobody tuned on); launch.function is
+    the spec's own kernel either way, and launch.choose the dispatcher (its .first_use,
+    where it tunes, says what tuning cost)."""
     if spec.contract == "tma" and layered:
-        return _layered(spec)
+        return _layered(spec, tune, table)
     if spec.contract != "reduce":
         return _gpu_kernel(spec)
     import cupy
@@ -171,20 +176,41 @@ def judged_launcher(spec: KernelSpec):
     return gpu_launcher(spec, tune=False, layered=False)
 
 
-def _layered(spec: KernelSpec):
+def _layered(spec: KernelSpec, tune: bool, table: bool):
     """A tensor-core step's GEMM: its kernel in the layers of K split_k chooses, added up
-    by the course's own reduction (kernels/09), on matrices TMA can describe."""
+    by the course's own reduction (kernels/09), on matrices TMA can describe; where
+    tuning is on, at small products the fastest of that, the kernel in one layer, and
+    step 09's FP32 GEMM (paths)."""
     import cupy
 
-    reduce = _gpu_kernel(KernelSpec.from_step(registry.step("09")))
-    return split_k.gemm(
-        spec.name_expression,
-        _gpu_kernel(spec),
-        reduce,
-        cupy,
-        spec.geometry.tile,
-        gpu.device_info().sms,
+    info = gpu.device_info()
+    step09 = KernelSpec.from_step(registry.step("09"))
+    reduce, kernel = _gpu_kernel(step09), _gpu_kernel(spec)
+    made = {}
+
+    def tensor(layers: int | None):  # None: split_k's rule
+        if layers not in made:
+            made[layers] = split_k.gemm(
+                spec.name_expression, kernel, reduce, cupy, spec.geometry.tile, info.sms,
+                one=layers == 1,
+            )  # fmt: skip
+        return made[layers]
+
+    if not (tune and autotune.enabled()):
+        return tensor(None)
+    fp32 = gpu_launcher(replace(step09, split_every_case=False), tune=tune, table=table)
+    # The race's check of C allows the inputs' rounding (TF32's, in step 12).
+    timer = functools.partial(shape_timer.gpu_timer, tolerance=1e-4 + 2 * spec.input_roundoff)
+    launch = paths.gemm(
+        spec.filename,
+        tensor,
+        fp32,
+        timer,
+        lambda M, N, K: split_k.layers(M, N, K, spec.geometry.tile, info.sms),
+        info.fp32_peak_gflops * 1e9,
     )
+    launch.function = kernel.function
+    return launch
 
 
 def _dispatcher(info, gemms, tune: bool, table: bool):

@@ -37,12 +37,12 @@ def layers(M: int, N: int, K: int, tile: tuple[int, int], sms: int) -> int:
     return max(1, min(sms // blocks, slices // MIN_SLICES))
 
 
-def gemm(name: str, kernel: Callable, reduce: Callable, xp, tile, sms: int):
+def gemm(name: str, kernel: Callable, reduce: Callable, xp, tile, sms: int, one: bool = False):
     """launch(M, N, K, alpha, A, B, beta, C): the kernel `name` (launch(..., layers=S)) in
-    the layers `layers` chooses, the layers added up by `reduce` (step 09's course
-    reduction), on matrices TMA can describe (described); xp: CuPy."""
+    the layers `layers` chooses (in one, if `one`), the layers added up by `reduce` (step
+    09's course reduction), on matrices TMA can describe (described); xp: CuPy."""
     layered = compose(
-        lambda M, N, K: Plan(name, layers(M, N, K, tile, sms)),
+        lambda M, N, K: Plan(name, 1 if one else layers(M, N, K, tile, sms)),
         {name: kernel},
         reduce,
         lambda n: xp.empty(n, dtype=xp.float32),

@@ -1,0 +1,105 @@
+"""Which path a tensor-core step's GEMM (steps 12 and 13) takes at a shape: the tensor
+cores, in the layers of K split_k chooses or in one, or step 09's FP32 GEMM.
+
+At the smallest products the tensor cores cannot win: a block's start, its pipeline
+filling and draining, the layers' reduction are fixed costs that a few hundred
+thousand multiply-adds do not pay for, and step 09's FP32 GEMM, which has fewer of
+them and is at least as accurate, runs sooner. Measured on an H200 (2026-11-29, GPU
+time): at 333x777x129 step 13 ran at 3,779 GFLOP/s and step 09 at 6,499; at 128^3 350
+and 561; at 300x200x50001 23,729 and 24,784; from 64x8192x4096 up the tensor cores won.
+
+So the GEMM times its paths the first time it meets a shape, and runs the fastest at
+that shape from then on, as PyTorch's TunableOp does for each GEMM it is given (by
+shape, in memory: a shape costs its paths' few launches once). Only products whose
+arithmetic takes under RACE_S at the GPU's FP32 peak are timed: above it every shape
+measured went to the tensor cores by far. Where tuning is off (SGEMM_AUTOTUNE=0, or
+tune False: the profiler's runs, the accuracy scripts that measure the tensor cores),
+the tensor cores run in split_k's layers. `launch.path(M, N, K)` says which path ran,
+for bench's rows and the book's tables.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from collections.abc import Callable
+
+
+# The largest product whose paths are timed, in seconds of the GPU's FP32 peak: twice
+# that of the largest shape where step 09 came within 10% of step 13 on the H200
+# (300x200x50001, 6 GFLOP: 90 microseconds at its 66.9 TFLOP/s).
+RACE_S = 2e-4
+
+FP32 = "FP32: step 09"
+
+Paths = Callable[[int, int, int], dict[str, Callable]]
+
+
+def tensor_cores(layers: int) -> str:
+    return f"tensor cores, {layers} layer{'s' if layers > 1 else ''} of K"
+
+
+class Fastest:
+    """launch(M, N, K, alpha, A, B, beta, C) that runs, at each shape, the fastest of
+    paths(M, N, K) (name: launch), the first of them where there is but one.
+
+    timer(launch_of) -> time(shape, name) (shape_timer.gpu_timer's form), made when
+    first needed (it allocates and compiles)."""
+
+    def __init__(self, name: str, paths: Paths, timer: Callable):
+        self.name, self.paths, self.timer = name, paths, timer
+        self.chosen: dict[tuple[int, int, int], str] = {}
+        self._time: list[Callable] = []
+
+    def path(self, M: int, N: int, K: int) -> str:
+        """The path the launch takes at this shape; timed here the first time."""
+        shape = (M, N, K)
+        if shape not in self.chosen:
+            names = list(self.paths(M, N, K))
+            self.chosen[shape] = names[0] if len(names) == 1 else self._race(shape, names)
+        return self.chosen[shape]
+
+    def _race(self, shape: tuple[int, int, int], names: list[str]) -> str:
+        if not self._time:
+            self._time.append(self.timer(self._launch_of))
+            print(
+                f"{self.name}: timing the tensor cores against step 09's FP32 GEMM at "
+                "each new shape small enough for it, once (SGEMM_AUTOTUNE=0: the tensor "
+                "cores always)",
+                file=sys.stderr,
+                flush=True,
+            )
+        for launch in self.paths(*shape).values():  # step 09 chooses its plan (and may
+            if hasattr(launch, "choose"):  # tune it) before it is timed, not while
+                launch.choose(*shape)
+        seconds = {name: self._time[0](shape, name) for name in names}
+        best = min(seconds, key=seconds.get)
+        return best if seconds[best] < math.inf else names[0]
+
+    def _launch_of(self, name: str) -> Callable:
+        return lambda M, N, K, *rest: self.paths(M, N, K)[name](M, N, K, *rest)
+
+    def __call__(self, M, N, K, alpha, A, B, beta, C):
+        self.paths(M, N, K)[self.path(M, N, K)](M, N, K, alpha, A, B, beta, C)
+
+
+def gemm(
+    name: str,
+    tensor: Callable[[int | None], Callable],
+    fp32: Callable,
+    timer,
+    rule: Callable[[int, int, int], int],
+    peak_flops: float,
+) -> Fastest:
+    """The tensor-core step's GEMM (name: its kernel file): tensor(layers) is its kernel
+    in that many layers of K (None: split_k's rule, `rule`), fp32 step 09's GEMM; timer
+    as Fastest's, None for no timing (the tensor cores in the rule's layers throughout)."""
+
+    def paths(M: int, N: int, K: int) -> dict[str, Callable]:
+        layers = rule(M, N, K)
+        ours = {tensor_cores(layers): tensor(None)}
+        if timer is None or 2 * M * N * K > RACE_S * peak_flops:
+            return ours
+        return ours | ({tensor_cores(1): tensor(1)} if layers > 1 else {}) | {FP32: fp32}
+
+    return Fastest(name, paths, timer)
