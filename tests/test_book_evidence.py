@@ -363,6 +363,26 @@ def test_the_tensor_core_chapters_words_hold_for_the_committed_sweep():
     assert min(ratios["12"].values()) < 0.7
 
 
+def test_the_sweep_says_which_path_each_tensor_core_row_took_and_fp32_only_where_timed():
+    """Chapters 12 and 13 mark the shapes where step 09's FP32 kernels ran (paths): every
+    row of 12 and 13 records its path, the FP32 path only at products small enough to be
+    timed against the tensor cores, and the tensor cores in the layers split_k gives."""
+    from autograder.run import paths, split_k
+
+    ours = {registry.step(s).name: registry.step(s) for s in ("12", "13")}
+    rows = [r for r in figures.tensor_core_sweep() if r.kernel in ours]
+    assert rows and all(r.path for r in rows)
+    bound = figures.race_gflop() * 1e9
+    for r in rows:
+        tile = ours[r.kernel].geometry.tile
+        layers = split_k.layers(r.M, r.N, r.K, tile, 132)  # the H200's SMs
+        if r.path == paths.FP32:
+            assert 2 * r.M * r.N * r.K <= bound, r
+        else:
+            assert r.path in (paths.tensor_cores(layers), paths.tensor_cores(1)), r
+    assert figures.fp32_path_shapes("13") and figures.fp32_path_shapes("12")
+
+
 def test_the_shape_chapter_says_what_a_learners_gpu_gives_from_the_data_files(
     monkeypatch, tmp_path
 ):

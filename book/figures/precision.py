@@ -13,7 +13,7 @@ from IPython.display import Markdown
 
 from autograder.judge import checker
 from autograder.measure import accuracy, bench
-from autograder.run import gpu
+from autograder.run import gpu, paths
 
 from .common import (
     DATA,
@@ -46,9 +46,9 @@ def tensor_core_sweep_table(gpu: str = TENSOR_CORES_ON) -> Markdown:
     for shape in sorted(of["13"], key=math.prod):
         r12, r13, lib = (by[name, *shape] for name in (*_TENSOR_CORE_STEPS, bench.CUBLAS_TF32))
         lines.append(
-            f"| {'×'.join(map(str, shape))} | {r12.gflops:.0f} | {lib.gflops:.0f} "
-            f"| {100 * of['12'][shape]:.1f}% | {r13.gflops:.0f} | {r13.cublas_gflops:.0f} "
-            f"| {of['13'][shape]:.2f}× |"
+            f"| {'×'.join(map(str, shape))} | {r12.gflops:.0f}{_fp32(r12)} | {lib.gflops:.0f} "
+            f"| {100 * of['12'][shape]:.1f}% | {r13.gflops:.0f}{_fp32(r13)} "
+            f"| {r13.cublas_gflops:.0f} | {of['13'][shape]:.2f}× |"
         )
     twelve, thirteen = of["12"].values(), of["13"].values()
     lines.append(
@@ -59,8 +59,35 @@ def tensor_core_sweep_table(gpu: str = TENSOR_CORES_ON) -> Markdown:
     return Markdown(
         "\n".join(lines) + f"\n\n{_run_source(rows)} With `--sweep --outside`. Shapes of fewer "
         "blocks than SMs run in layers of K, large ones whose rows TMA cannot describe on "
-        "zero-padded copies (`autograder/run/split_k.py`)."
+        "zero-padded copies (`autograder/run/split_k.py`); \\* the tensor cores lost there "
+        "to step 09's FP32 kernels, which ran instead (`autograder/run/paths.py`)."
     )
+
+
+def _fp32(row: bench.Row) -> str:
+    return "\\*" if row.path == paths.FP32 else ""
+
+
+def race_gflop(gpu: str = TENSOR_CORES_ON) -> float:
+    """The largest product, in GFLOP, whose paths the tensor-core GEMM times on the GPU
+    of the sweep: paths.RACE_S at its FP32 peak (the peak bench divided by, row by row)."""
+    r = max(tensor_core_sweep(gpu), key=lambda r: r.M * r.N * r.K)
+    return paths.RACE_S * r.gflops / (r.pct_peak / 100)
+
+
+def shape_list(shapes) -> str:
+    """'128×128×128, 256×256×256 and 333×777×129'."""
+    names = ["×".join(map(str, s)) for s in sorted(shapes, key=math.prod)]
+    return ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else "".join(names)
+
+
+def fp32_path_shapes(step: str, gpu: str = TENSOR_CORES_ON) -> list[tuple[int, int, int]]:
+    """The shapes of the committed sweep where step 12 or 13 ran step 09's FP32 GEMM."""
+    return [
+        (r.M, r.N, r.K)
+        for r in tensor_core_sweep(gpu)
+        if r.kernel == _kernel(step) and r.path == paths.FP32
+    ]
 
 
 def tensor_core_ratios(gpu: str = TENSOR_CORES_ON) -> dict[str, dict[tuple, float]]:
