@@ -524,7 +524,7 @@ def _bench(args) -> int:
         with bench.first_use_cache():
             rows = bench.bench(specs, sizes, first_use=first_use)
     else:
-        first_use, rows = None, bench.bench(specs, sizes)
+        first_use, rows = None, bench.bench(specs, sizes, paths_raced=not args.ablation)
     print(bench.sweep_table(rows) if shaped else bench.table(rows))
     if first_use is not None:
         tuned = "" if autotune.enabled() else f" ({autotune.ENV}=0: untuned rule)"

@@ -135,12 +135,15 @@ def bench(
     sizes=DEFAULT_SIZES,
     progress=True,
     first_use: FirstUse | None = None,
+    paths_raced: bool = True,
 ) -> list[Row]:
     """Time every kernel and cuBLAS on every size. Raises gpu.NoGPU without a GPU,
     Noisy when a figure would be too noisy to decide anything, or was taken while the
     GPU throttled. first_use: step 09 as on a GPU nobody tuned on (its committed table
     set aside; the tuning cache must be empty: see first_use_cache), its tuning done at
-    each shape before the samples, untimed, and its seconds kept in first_use."""
+    each shape before the samples, untimed, and its seconds kept in first_use.
+    paths_raced: a tensor-core step runs step 09's FP32 GEMM where it is faster (run.paths);
+    False for an ablation, whose rows are the kernel's own variants at every shape."""
     gpu.require("bench")
     import cupy
     from tqdm import tqdm
@@ -155,7 +158,9 @@ def bench(
     today = datetime.date.today().isoformat()
     # Step 09 as the dispatcher chooses, not split on every shape as it is graded.
     launches = {
-        name: gpu_launcher(replace(spec, split_every_case=False), table=first_use is None)
+        name: gpu_launcher(
+            replace(spec, split_every_case=False), tune=paths_raced, table=first_use is None
+        )
         for name, spec in specs.items()
     }
     rng = cupy.random.default_rng()
