@@ -68,6 +68,12 @@ def _fp32(row: bench.Row) -> str:
     return "\\*" if row.path == paths.FP32 else ""
 
 
+def race_us() -> float:
+    """The largest product whose paths are timed, in microseconds of FP32 arithmetic at
+    the GPU's peak (paths.RACE_S)."""
+    return paths.RACE_S * 1e6
+
+
 def race_gflop(gpu: str = TENSOR_CORES_ON) -> float:
     """The largest product, in GFLOP, whose paths the tensor-core GEMM times on the GPU
     of the sweep: paths.RACE_S at its FP32 peak (the peak bench divided by, row by row)."""
