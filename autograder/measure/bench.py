@@ -90,6 +90,11 @@ class Row:
     # is the kernel itself, and in files written before the column was.
     path: str = ""
 
+    @property
+    def ran_fp32(self) -> bool:
+        """Whether a tensor-core step ran step 09's FP32 GEMM here (run.paths)."""
+        return self.path == paths.FP32
+
 
 def parse_size(text: str) -> tuple[int, int, int]:
     """'4096' -> (4096, 4096, 4096); '4095x4097x4093' -> (4095, 4097, 4093)."""
@@ -178,8 +183,8 @@ def bench(
         for launch in launches.values():
             if hasattr(launch, "choose"):
                 launch.choose(M, N, K)
-            if hasattr(launch, "path"):
-                launch.path(M, N, K)
+        # What each tensor-core step runs here (and times, the first time: run.paths).
+        taken = {n: run.path(M, N, K) for n, run in launches.items() if hasattr(run, "path")}
         if first_use is not None:
             first_use.seconds[M, N, K] = time.monotonic() - start
             first_use.classes = sum(
@@ -244,7 +249,7 @@ def bench(
                     round(100 * taken.noise, 2),
                     len(cublas.seconds),
                     round(100 * cublas.noise, 2),
-                    launches[name].path(M, N, K) if hasattr(launches.get(name), "path") else "",
+                    taken.get(name, ""),
                 )
             )
     return rows
@@ -294,7 +299,7 @@ def cublas_at(rows: list[Row], size: tuple[int, int, int]) -> float:
 
 
 def _mark(row: Row) -> str:
-    return "*" if row.path == paths.FP32 else ""
+    return "*" if row.ran_fp32 else ""
 
 
 def fp32_paths(rows: list[Row]) -> list[str]:

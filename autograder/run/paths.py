@@ -20,6 +20,7 @@ for bench's rows and the book's tables.
 
 from __future__ import annotations
 
+import functools
 import math
 import sys
 from collections.abc import Callable
@@ -95,6 +96,7 @@ def gemm(
     in that many layers of K (None: split_k's rule, `rule`), fp32 step 09's GEMM; timer
     as Fastest's, None for no timing (the tensor cores in the rule's layers throughout)."""
 
+    @functools.lru_cache(maxsize=4096)  # a launch looks its shape's paths up, once
     def paths(M: int, N: int, K: int) -> dict[str, Callable]:
         layers = rule(M, N, K)
         ours = {tensor_cores(layers): tensor(None)}

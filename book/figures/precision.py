@@ -65,7 +65,7 @@ def tensor_core_sweep_table(gpu: str = TENSOR_CORES_ON) -> Markdown:
 
 
 def _fp32(row: bench.Row) -> str:
-    return "\\*" if row.path == paths.FP32 else ""
+    return "\\*" if row.ran_fp32 else ""
 
 
 def race_us() -> float:
@@ -92,7 +92,7 @@ def fp32_path_shapes(step: str, gpu: str = TENSOR_CORES_ON) -> list[tuple[int, i
     return [
         (r.M, r.N, r.K)
         for r in tensor_core_sweep(gpu)
-        if r.kernel == _kernel(step) and r.path == paths.FP32
+        if r.kernel == _kernel(step) and r.ran_fp32
     ]
 
 
