@@ -184,7 +184,7 @@ def bench(
             if hasattr(launch, "choose"):
                 launch.choose(M, N, K)
         # What each tensor-core step runs here (and times, the first time: run.paths).
-        taken = {n: run.path(M, N, K) for n, run in launches.items() if hasattr(run, "path")}
+        path_of = {n: run.path(M, N, K) for n, run in launches.items() if hasattr(run, "path")}
         if first_use is not None:
             first_use.seconds[M, N, K] = time.monotonic() - start
             first_use.classes = sum(
@@ -249,7 +249,7 @@ def bench(
                     round(100 * taken.noise, 2),
                     len(cublas.seconds),
                     round(100 * cublas.noise, 2),
-                    taken.get(name, ""),
+                    path_of.get(name, ""),
                 )
             )
     return rows
