@@ -5,6 +5,7 @@ GPU anywhere."""
 
 import json
 import math
+from dataclasses import replace
 
 import pytest
 
@@ -113,13 +114,21 @@ def test_the_untuned_rule_fixes_what_the_old_rule_of_thumb_lost_on_the_h200():
 
 
 def fake_timer(fastest: str, calls: list):
-    """Seconds by tile shape: `fastest` twice as fast as the rest; more layers slower."""
+    """Seconds by tile shape: `fastest` twice as fast as the rest; more layers slower;
+    bands of rows slowest."""
 
     def time_plan(shape, plan):
         calls.append((shape, plan))
+        if isinstance(plan, Bands):
+            return 3.0
         return (1.0 if plan.tiles == fastest else 2.0) * (1 + 0.01 * plan.splits)
 
     return time_plan
+
+
+def classes_only(device, time_plan, cache=None, **kwargs):
+    """First-use tuning with no shape timed at itself: every shape takes its class's plan."""
+    return autotune.FirstUse(device, time_plan, cache, race_s=0.0, **kwargs)
 
 
 def cache_at(tmp_path, gpu="Tesla T4", **versions):
@@ -133,7 +142,7 @@ def test_a_class_is_tuned_once_over_its_shortlist_and_its_sample_shapes(tmp_path
     cls = by_shape.shape_class(333, 777, 129, device.sms)
     shortlist = by_shape.shortlist(cls, device)
     calls = []
-    first = autotune.FirstUse(device, fake_timer(shortlist[-1].tiles, calls), cache)
+    first = classes_only(device, fake_timer(shortlist[-1].tiles, calls), cache)
     choice = first.choose(333, 777, 129)
     assert first.plans[cls] == shortlist[-1]  # the fastest by the timer, not the model
     timed = {p for _, p in calls}
@@ -151,23 +160,89 @@ def test_a_class_is_tuned_once_over_its_shortlist_and_its_sample_shapes(tmp_path
     assert f"{autotune.ENV}=0" in err and str(cache.path) in err
 
 
+@pytest.mark.parametrize("gpu", (*LEARNERS, "H100 SXM"))
+def test_a_shape_is_timed_at_itself_over_every_plan_there_is_for_it(gpu, tmp_path, capsys):
+    """At a shape whose arithmetic takes race_s or less: step 08's own kernel, every plan
+    of the plan space that fits the device, and the bands of whole waves where C has
+    them, all at that very shape; the fastest by the timer is kept, whatever its class
+    would have chosen. Over race_s, the class's plan."""
+    device, cache = cache_at(tmp_path, gpu)
+    for M, N, K in SHAPES:
+        first = autotune.FirstUse(device, lambda s, p: 1.0, None, race_s=math.inf)
+        found = first.candidates(M, N, K)
+        space = by_shape.plan_space(M, N, K, device.sms)
+        assert found[0] == by_shape.SAFE and set(space) <= set(found), (gpu, M, N, K)
+        bands = [c for c in found if isinstance(c, Bands)]
+        assert len(bands) == (by_shape.whole_waves(M, N, device.sms) is not None)
+        for plan in (p for c in found for p in plans_of(c)):
+            assert by_shape.resident_blocks(plan.tiles, device) and plan.splits >= 1
+    capsys.readouterr()
+    # The fake's fastest: the last plan of the space, one no class chooses at a skinny C
+    # (on an H200, 64 x 128 tiles in 6 layers ran 64x8192x4096 fastest, where its class
+    # chose 128 x 256 in 8).
+    wanted, calls = by_shape.plan_space(64, 8192, 4096, device.sms)[-1], []
+
+    def time_plan(shape, plan):
+        calls.append((shape, plan))
+        return 1.0 if plan == wanted else 2.0
+
+    first = autotune.FirstUse(device, time_plan, cache, race_s=math.inf)
+    assert first.choose(64, 8192, 4096) == wanted
+    assert {s for s, _ in calls} == {(64, 8192, 4096)} and first.tuned == []
+    assert len(calls) == len(first.candidates(64, 8192, 4096))
+    calls.clear()
+    assert first.choose(64, 8192, 4096) == wanted and calls == []
+    err = capsys.readouterr().err
+    assert err.count("no dispatch table") == 1 and f"at 64x8192x4096: {wanted}," in err
+    # Over race_s: the class's plan, tuned at the class's sample shapes.
+    first.race_s = 0.0
+    first.choose(64, 8192, 4000)
+    assert first.tuned and {s for s, _ in calls} <= set(
+        by_shape.sample_shapes(first.tuned[0][0], device.sms)
+    )
+
+
+def test_choosing_at_a_shape_never_loses_to_step_08_by_the_timer(tmp_path):
+    """Whatever the timer says, the kept choice is the fastest it timed, step 08's own
+    kernel among them: so never slower than step 08 by more than the timing's noise."""
+    device, _ = cache_at(tmp_path, "H100 SXM")
+    for M, N, K in SHAPES:
+        timed = {}
+
+        def time_plan(shape, plan):
+            timed[shape, plan] = 1 + (hash((shape, plan)) % 97) / 10
+            return timed[shape, plan]
+
+        choice = autotune.FirstUse(device, time_plan, race_s=math.inf).choose(M, N, K)
+        here = {p: t for (shape, p), t in timed.items() if shape == (M, N, K)}
+        assert here[choice] == min(here.values()) <= here[by_shape.SAFE]
+
+
 def test_tuned_plans_round_trip_through_the_cache_and_are_not_timed_again(tmp_path):
-    device, cache = cache_at(tmp_path)
+    device, cache = cache_at(tmp_path, "H100 SXM")
     calls = []
-    first = autotune.FirstUse(device, fake_timer("64x64", calls), cache)
-    first.choose(333, 777, 129)
-    first.choose(128, 4096, 4096)
-    assert calls and cache.path.exists() and cache.path.parent == tmp_path
-    again = autotune.FirstUse(device, fake_timer("32x64w4", calls := []), autotune.Cache(cache.key, tmp_path))
-    assert again.plans == first.plans
-    again.choose(333, 777, 129)
+    # 3001x2999x3003 takes 0.8 ms at the H100's peak, 1024x1024x40000 1.3 ms.
+    first = autotune.FirstUse(device, fake_timer("64x64", calls), cache, race_s=1e-3)
+    first.choose(333, 777, 129)  # timed at itself
+    first.choose(1024, 1024, 40000)  # in its class's plan: tuned at the class's shapes
+    first.choose(3001, 2999, 3003)  # at itself, with bands of rows among its plans
+    assert first.raced and first.tuned and cache.path.exists() and cache.path.parent == tmp_path
+    assert any(isinstance(c, Bands) for _, c in calls)
+    first.chosen[3001, 2999, 3003] = Bands(2816, Plan("256x128", 1), Plan("64x64", 2))
+    cache.save(shapes=first.chosen)
+    again = autotune.FirstUse(
+        device, fake_timer("32x64w4", calls := []), autotune.Cache(cache.key, tmp_path), race_s=1e-3
+    )
+    assert again.plans == first.plans and again.chosen == first.chosen
+    for shape in ((333, 777, 129), (1024, 1024, 40000), (3001, 2999, 3003)):
+        assert again.choose(*shape) == first.choose(*shape)
     assert calls == []
     assert not list(tmp_path.glob(".tmp-*"))  # written beside, then renamed
 
 
 def test_the_cache_is_keyed_by_the_gpu_the_versions_and_the_kernels_source(tmp_path, monkeypatch):
     _, cache = cache_at(tmp_path)
-    cache.save({(0, 0, 1): Plan("64x64", 2)})
+    cache.save({(0, 0, 1): Plan("64x64", 2)}, {(64, 64, 64): Plan("32x64w4", 1)})
     others = [
         cache_at(tmp_path, "L4")[1],
         cache_at(tmp_path, driver="13.1")[1],
@@ -176,10 +251,10 @@ def test_the_cache_is_keyed_by_the_gpu_the_versions_and_the_kernels_source(tmp_p
     monkeypatch.setattr(autotune, "source_hash", lambda: "another kernel")
     others.append(cache_at(tmp_path)[1])
     for other in others:
-        assert other.path != cache.path and other.load() == {}
+        assert other.path != cache.path and other.load() == autotune.Kept()
     # A file renamed onto another key's name is refused: the key inside must match.
     others[1].path.write_text(cache.path.read_text())
-    assert others[1].load() == {}
+    assert others[1].load() == autotune.Kept()
 
 
 @pytest.mark.parametrize(
@@ -195,7 +270,13 @@ def test_a_corrupt_cache_is_ignored_with_a_note_and_tuned_anew(tmp_path, capsys,
     assert first.plans == {}
     assert "corrupt" in capsys.readouterr().err
     first.choose(333, 777, 129)
-    assert calls and autotune.Cache(cache.key, tmp_path).load() == first.plans
+    assert calls and autotune.Cache(cache.key, tmp_path).load() == autotune.Kept({}, first.chosen)
+
+
+def test_bands_a_c_does_not_have_make_the_cache_corrupt(tmp_path, capsys):
+    _, cache = cache_at(tmp_path)
+    cache.save(shapes={(300, 64, 64): Bands(300, Plan("64x64", 1), Plan("64x64", 1))})
+    assert cache.load() == autotune.Kept() and "corrupt" in capsys.readouterr().err
 
 
 def test_a_plan_with_a_wrong_output_is_never_chosen(tmp_path):
@@ -206,9 +287,14 @@ def test_a_plan_with_a_wrong_output_is_never_chosen(tmp_path):
     def time_plan(shape, plan):
         return math.inf if plan.tiles == bad.tiles else 1.0 + (plan.tiles != by_shape.SAFE.tiles)
 
-    first = autotune.FirstUse(device, time_plan, cache)
+    first = classes_only(device, time_plan, cache)
     first.choose(333, 777, 129)
     assert first.plans[cls].tiles != bad.tiles
+    # At the shape itself: the bad plan would be fastest, were its output right.
+    def at_shape(shape, plan):
+        return math.inf if plan.tiles == bad.tiles else 1.0 + (plan != by_shape.SAFE)
+
+    assert autotune.FirstUse(device, at_shape).choose(333, 777, 129) == by_shape.SAFE
 
 
 def test_sample_shapes_too_long_for_a_quick_timing_are_left_out_but_one(tmp_path):
@@ -248,8 +334,10 @@ def test_without_tuning_the_cache_is_read_and_never_written(tmp_path, monkeypatc
     cls = by_shape.shape_class(333, 777, 129, device.sms)
     cache = autotune.Cache(autotune.key("Some GPU", device.sms, versions()), tmp_path)
     cache.save({cls: Plan("64x64w8", 1)})
+    cache.save(shapes={(64, 8192, 4096): Plan("64x128", 6)})
     choose = autotune.chooser("Some GPU", device, None, versions, tune=False)
     assert choose(333, 777, 129) == Plan("64x64w8", 1)
+    assert choose(64, 8192, 4096) == Plan("64x128", 6)
     assert choose(1001, 777, 513) == by_shape.device_class_plan(1001, 777, 513, device)
     assert len(list(tmp_path.iterdir())) == 1
     # With nothing kept, exactly the untuned rule.
@@ -272,7 +360,7 @@ def test_a_committed_table_wins_over_tuning(monkeypatch, tmp_path):
     # Set aside (bench --first-use), the same GPU tunes.
     aside = autotune.chooser(name, device, lambda: (lambda s, p: 1.0), lambda: {}, table=False)
     aside(333, 777, 129)
-    assert aside.first_use.tuned
+    assert aside.first_use.raced
 
 
 def test_the_cache_lives_in_the_users_cache_directory_never_the_repository(monkeypatch, tmp_path):
@@ -281,3 +369,39 @@ def test_the_cache_lives_in_the_users_cache_directory_never_the_repository(monke
     assert autotune.cache_dir() == tmp_path / "sgemm-course" / "by_shape"
     monkeypatch.delenv("XDG_CACHE_HOME")
     assert autotune.cache_dir().is_relative_to(autotune.Path.home())
+
+
+@pytest.mark.gpu
+def test_on_a_gpu_first_use_times_a_shape_at_itself_keeps_it_and_stays_right(
+    tmp_path, monkeypatch
+):
+    """Step 09 as on a GPU nobody tuned on (its table set aside, an empty cache): the
+    shapes of the checker's suite are each timed at themselves on first use, the
+    choices land in the cache, and the GEMM they make is right on the whole suite;
+    a second launcher reads them back and times nothing."""
+    import cupy
+
+    from autograder.judge import checker
+    from autograder.ladder import registry
+    from autograder.run.backends import gpu_launcher
+    from autograder.run.kernel import KernelSpec
+
+    monkeypatch.setenv(autotune.CACHE_ENV, str(tmp_path))
+    monkeypatch.setenv(autotune.ENV, "1")
+    spec = KernelSpec.from_step(registry.step("09"))
+    launch = gpu_launcher(replace(spec, split_every_case=False), table=False)
+    sync = cupy.cuda.Device().synchronize
+    events = list(checker.iter_suite(cupy, launch, checker.SUITE, 1, sync, checker.GPU_BUDGET))
+    results = [e for e in events if isinstance(e, checker.CaseResult)]
+    assert results and all(r.ok for r in results), [
+        f"{r.label}: {r.message}" for r in results if not r.ok
+    ]
+    first = launch.choose.first_use
+    small = {s for s in checker.SUITE if first.arithmetic_s(s) <= first.race_s}
+    assert small and small <= {shape for shape, _, _ in first.raced}
+    kept = first.cache.load()
+    assert kept.shapes == first.chosen and kept.shapes
+    again = gpu_launcher(replace(spec, split_every_case=False), table=False)
+    for shape, choice in kept.shapes.items():
+        assert again.choose(*shape) == choice
+    assert again.choose.first_use.raced == [] and again.choose.first_use.seconds == 0.0

@@ -120,7 +120,8 @@ class FirstUse:
     each shape's first product spent tuning, before any of its samples."""
 
     seconds: dict[tuple[int, int, int], float]
-    classes: int = 0  # classes tuned
+    shapes: int = 0  # shapes timed at themselves
+    classes: int = 0  # classes of larger shapes tuned
 
     @property
     def total(self) -> float:
@@ -130,8 +131,9 @@ class FirstUse:
         tuned = {s: t for s, t in self.seconds.items() if t > 0}
         where = ", ".join(f"{'x'.join(map(str, s))} {t:.1f} s" for s, t in tuned.items())
         return (
-            f"first-use tuning: {self.classes} classes of shapes in {self.total:.1f} s "
-            f"({where or 'none'}), before the samples of those shapes"
+            f"first-use tuning: {self.shapes} shapes timed at themselves and {self.classes} "
+            f"classes of larger shapes, in {self.total:.1f} s ({where or 'none'}), before the "
+            "samples of those shapes"
         )
 
 
@@ -187,11 +189,13 @@ def bench(
         path_of = {n: run.path(M, N, K) for n, run in launches.items() if hasattr(run, "path")}
         if first_use is not None:
             first_use.seconds[M, N, K] = time.monotonic() - start
-            first_use.classes = sum(
-                len(launch.choose.first_use.tuned)
+            tuners = [
+                launch.choose.first_use
                 for launch in launches.values()
                 if hasattr(getattr(launch, "choose", None), "first_use")
-            )
+            ]
+            first_use.shapes = sum(len(tuner.raced) for tuner in tuners)
+            first_use.classes = sum(len(tuner.tuned) for tuner in tuners)
         runs = {"cuBLAS": partial(cupy.matmul, A, B, out=out["cuBLAS"])}
         runs |= {
             name: partial(launch, M, N, K, ALPHA, A, B, 0.0, out[name])

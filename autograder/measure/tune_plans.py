@@ -25,12 +25,6 @@ from ..run import by_shape, gpu
 from ..run.by_shape import Plan, Table
 from . import typed_csv
 
-# Layers tried per tile shape: as many as by_shape.max_splits allows at the
-# class's K, and no more than make WAVES_AT_MOST waves of blocks (past that,
-# layers add traffic and no parallelism).
-SPLITS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32)
-WAVES_AT_MOST = 4
-
 
 @dataclass(frozen=True)
 class Timing:
@@ -53,17 +47,8 @@ class Timing:
 
 
 def candidates(shape: tuple[int, int, int], sms: int) -> list[Plan]:
-    M, N, K = shape
-    return [
-        Plan(tiles, splits)
-        for tiles in by_shape.CHOICES
-        for splits in SPLITS
-        if splits == 1
-        or (
-            splits <= by_shape.max_splits(K, tiles)
-            and splits * by_shape.tile_count(M, N, tiles) <= WAVES_AT_MOST * sms
-        )
-    ]
+    """The plans a class's search times: by_shape.plan_space at its measured shape."""
+    return by_shape.plan_space(*shape, sms)
 
 
 def classes() -> list[tuple[int, int, int]]:

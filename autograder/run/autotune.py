@@ -1,21 +1,33 @@
 """Step 09 tunes itself where it runs: on a GPU with no committed dispatch table, the
-first product of a shape class times the few plans the device's arithmetic
-shortlists for it (by_shape.shortlist, step 08's own plan always among them) and
-keeps the fastest, in a cache per GPU and software version in the user's cache
-directory, never in the repository. Triton's `autotune` does the same with its
-configs (benchmarked when a key is first seen, the winner cached on disk by version
-and target), PyTorch's TunableOp with its GEMMs (a file that records the library
-versions and the device, and is refused on a mismatch).
+first product of each shape times the plans there are for it and keeps the fastest,
+in a cache per GPU and software version in the user's cache directory, never in the
+repository. PyTorch's TunableOp does the same with each GEMM shape it meets (a file
+that records the library versions and the device, and is refused on a mismatch),
+Triton's `autotune` with its configs (benchmarked when a key is first seen, the winner
+cached on disk by version and target).
 
-What it costs is bounded: SHORTLIST plans at a class's sample shapes (those `tune 09`
-times it at, by_shape.sample_shapes; the ones over MAX_LAUNCH_S of arithmetic left
-out, the smallest always kept), each timed as shape_timer times a plan (GPU time, the
-median of a few samples after a warm-up). It is said once on stderr, with a line per
-class tuned and the seconds spent. SGEMM_AUTOTUNE=0 turns it off for reproducible
-runs: then the cache is neither read nor written, and the device's arithmetic decides alone
-(by_shape.device_rule). A committed table for this GPU wins over both: where one
-exists nothing is tuned. `python -m autograder tune 09` stays the full search, and
-what the book's tables come from.
+At the shape itself, not at its class's: a class's plan, chosen at square sample
+shapes, ran a skinny C of the same class at half the speed of the best plan there
+(64x8192x4096 on an H200: 128 x 256 tiles in 8 layers at 53% of cuBLAS, 64 x 128
+tiles in 6 layers at 96%), and big tiles that fill the waves evenly, taken unsplit
+without a timing, lost to small ones where K was short (3001x5003x64: 54% against
+86%; 2026-11-29, GPU time). So a shape times every plan of by_shape.plan_space, step
+08's own kernel, and the bands of rows that make whole waves (by_shape.whole_waves),
+where there are such. That is a few dozen plans at most, each timed as shape_timer
+times a plan (GPU time, the median of a few samples after a warm-up): a fraction of a
+second for a shape whose arithmetic takes MAX_LAUNCH_S or less at the GPU's FP32 peak.
+A larger product has fewer plans, all near its big tiles' speed, and too long a
+launch to time them all: it takes its class's plan (by_shape.choose_with), the class
+tuned the first time it is met over SHORTLIST plans that the device's arithmetic
+shortlists (by_shape.shortlist, step 08's own among them) at the class's sample shapes
+(by_shape.sample_shapes; those over MAX_LAUNCH_S left out, the smallest kept).
+
+It is said once on stderr, with a line per shape or class tuned and the seconds spent.
+SGEMM_AUTOTUNE=0 turns it off for reproducible runs: then the cache is neither read
+nor written, and the device's arithmetic decides alone (by_shape.device_rule). A
+committed table for this GPU wins over both: where one exists nothing is tuned.
+`python -m autograder tune 09` stays the full search, and what the book's tables
+come from.
 
 The timing itself (time_plan) is given from outside: `gpu_timer` on a GPU, a fake
 in the tests.
@@ -42,9 +54,10 @@ from .by_shape import Bands, Plan
 
 ENV = "SGEMM_AUTOTUNE"  # "0" (or off, false, no): no tuning, no cache
 CACHE_ENV = "SGEMM_AUTOTUNE_CACHE"  # a directory for the cache instead of the user's
-CACHE_VERSION = 1
-# A sample shape whose arithmetic alone takes longer than this on the device (at its
-# FP32 peak) is left out of a class's timing, unless it is the class's smallest.
+CACHE_VERSION = 2
+# A product whose arithmetic alone takes longer than this on the device (at its FP32
+# peak) is not timed at its own shape, and as a class's sample shape only where it is
+# the class's smallest.
 MAX_LAUNCH_S = 0.02
 
 
@@ -118,6 +131,39 @@ def _note(text: str) -> None:
     print(f"step 09: {text}", file=sys.stderr, flush=True)
 
 
+Shape = tuple[int, int, int]  # (M, N, K), or a class's (waves, k, aligned)
+Choice = Plan | Bands
+
+
+@dataclass
+class Kept:
+    """What a cache holds: the plan of each shape class tuned, the choice at each shape
+    timed at itself."""
+
+    classes: dict[Shape, Plan] = field(default_factory=dict)
+    shapes: dict[Shape, Choice] = field(default_factory=dict)
+
+
+def _to_json(choice: Choice) -> dict:
+    if isinstance(choice, Bands):
+        return {"rows": choice.rows, "top": _to_json(choice.top), "rest": _to_json(choice.rest)}
+    return {"tiles": choice.tiles, "splits": choice.splits}
+
+
+def _from_json(data: dict, M: int | None = None) -> Choice:
+    """A plan, or bands of plans for a C of M rows."""
+    if "rows" in data:
+        rows = int(data["rows"])
+        top, rest = _from_json(data["top"]), _from_json(data["rest"], M and M - rows)
+        if not isinstance(top, Plan) or not 1 <= rows < (M or 1):
+            raise ValueError(f"bands of rows a C of {M} rows does not have")
+        return Bands(rows, top, rest)
+    plan = Plan(data["tiles"], int(data["splits"]))
+    if plan.tiles not in by_shape.TILES or plan.splits < 1:
+        raise ValueError("names a plan the dispatcher does not have")
+    return plan
+
+
 @dataclass
 class Cache:
     """The tuned plans of one Key, in one JSON file of the cache directory."""
@@ -129,42 +175,55 @@ class Cache:
     def path(self) -> Path:
         return self.key.path(self.directory)
 
-    def load(self) -> dict[tuple[int, int, int], Plan]:
-        """The plans kept for this key; {} for none. A file that cannot be read, or was
-        written for another key or version, is ignored with a note on stderr."""
+    def load(self) -> Kept:
+        """What is kept for this key; nothing where there is no file. A file that cannot
+        be read, or was written for another key or version, is ignored with a note on
+        stderr."""
         try:
             text = self.path.read_text()
         except FileNotFoundError:
-            return {}
+            return Kept()
         except OSError as e:
             _note(f"the tuning cache {self.path} could not be read ({e}); ignored")
-            return {}
+            return Kept()
         try:
             data = json.loads(text)
             if data.get("version") != CACHE_VERSION or data.get("key") != self.key.as_dict():
                 raise ValueError("written for another GPU, version or kernel source")
-            plans = {
-                (int(e["waves"]), int(e["k"]), int(e["aligned"])): Plan(e["tiles"], int(e["splits"]))
+            classes = {
+                (int(e["waves"]), int(e["k"]), int(e["aligned"])): _from_json(e)
                 for e in data["plans"]
             }
-            if any(p.tiles not in by_shape.TILES or p.splits < 1 for p in plans.values()):
-                raise ValueError("names a plan the dispatcher does not have")
+            shapes = {}
+            for e in data["shapes"]:
+                M, N, K = int(e["M"]), int(e["N"]), int(e["K"])
+                shapes[M, N, K] = _from_json(e["choice"], M)
+            if not all(isinstance(p, Plan) for p in classes.values()):
+                raise ValueError("a class's plan in bands")
         except (ValueError, KeyError, TypeError, AttributeError) as e:
             _note(f"the tuning cache {self.path} is corrupt ({e}); ignored, and tuned anew")
-            return {}
-        return plans
+            return Kept()
+        return Kept(classes, shapes)
 
-    def save(self, plans: Mapping[tuple[int, int, int], Plan]) -> None:
+    def save(
+        self,
+        classes: Mapping[Shape, Plan] | None = None,
+        shapes: Mapping[Shape, Choice] | None = None,
+    ) -> None:
         """Keep plans, with those another process kept meanwhile, atomically: the file is
         written beside its place and renamed onto it, so a reader sees the old file or
         the new one, never half of one."""
-        merged = {**self.load(), **plans}
+        kept = self.load()
         data = {
             "version": CACHE_VERSION,
             "key": self.key.as_dict(),
             "plans": [
-                {"waves": w, "k": k, "aligned": a, "tiles": p.tiles, "splits": p.splits}
-                for (w, k, a), p in sorted(merged.items())
+                {"waves": w, "k": k, "aligned": a, **_to_json(p)}
+                for (w, k, a), p in sorted({**kept.classes, **(classes or {})}.items())
+            ],
+            "shapes": [
+                {"M": M, "N": N, "K": K, "choice": _to_json(c)}
+                for (M, N, K), c in sorted({**kept.shapes, **(shapes or {})}.items())
             ],
         }
         try:
@@ -177,17 +236,19 @@ class Cache:
             _note(f"the tuning cache {self.path} could not be written ({e})")
 
 
-# time_plan(shape, plan): seconds of GPU time for plan at shape; math.inf where the
-# plan could not run or its output was not a product.
-TimePlan = Callable[[tuple[int, int, int], Plan], float]
+# time_plan(shape, choice): seconds of GPU time for a plan (or bands of plans) at shape;
+# math.inf where it could not run or its output was not a product.
+TimePlan = Callable[[Shape, Choice], float]
 
 
 class FirstUse:
-    """choose(M, N, K) that tunes each shape class the first time it is met: the class's
-    shortlist, each plan scaled to each sample shape and timed there; the plan with
-    the best geometric mean of speed over the shapes is the class's (the same
-    criterion as `tune 09`'s: cuBLAS, which tune 09 divides by, is the same at each
-    shape whatever the plan)."""
+    """choose(M, N, K) that tunes on first use: a shape whose arithmetic takes
+    race_s or less at the device's FP32 peak is timed at itself, over every plan there
+    is for it (candidates), and keeps the fastest; a larger one takes its class's plan,
+    the class tuned the first time it is met: its shortlist, each plan scaled to each
+    sample shape and timed there, the plan with the best geometric mean of speed over
+    the shapes kept (the same criterion as `tune 09`'s: cuBLAS, which tune 09 divides
+    by, is the same at each shape whatever the plan)."""
 
     def __init__(
         self,
@@ -197,6 +258,7 @@ class FirstUse:
         registers: Mapping[str, int] | None = None,
         priors: list[by_shape.Table] = (),
         max_launch_s: float = MAX_LAUNCH_S,
+        race_s: float = MAX_LAUNCH_S,
     ):
         self.device = device
         self.time_plan = time_plan
@@ -204,41 +266,93 @@ class FirstUse:
         self.registers = registers
         self.priors = list(priors)
         self.max_launch_s = max_launch_s
-        self.plans = cache.load() if cache else {}
-        self.seconds = 0.0  # spent tuning, all classes together
-        self.tuned: list[tuple[tuple[int, int, int], Plan, float]] = []  # class, plan, s
+        self.race_s = race_s
+        kept = cache.load() if cache else Kept()
+        self.plans, self.chosen = kept.classes, kept.shapes
+        self.seconds = 0.0  # spent tuning, shapes and classes together
+        self.tuned: list[tuple[Shape, Plan, float]] = []  # class, plan, seconds
+        self.raced: list[tuple[Shape, Choice, float]] = []  # shape, choice, seconds
         self._said = False
 
-    def choose(self, M: int, N: int, K: int) -> Plan | Bands:
-        return by_shape.choose_with(self.device.sms, self.class_plan, M, N, K)
+    def arithmetic_s(self, shape: Shape) -> float:
+        """The shape's arithmetic alone, in seconds at the device's FP32 peak."""
+        d = self.device
+        flops = d.sms * d.fp32_lanes_per_sm * 2 * d.clock_mhz * 1e6
+        return 2 * math.prod(shape) / flops
 
-    def class_plan(self, cls: tuple[int, int, int], M: int, N: int, K: int) -> Plan:
+    def choose(self, M: int, N: int, K: int) -> Choice:
+        shape = (M, N, K)
+        if shape in self.chosen:
+            return self.chosen[shape]
+        if self.arithmetic_s(shape) > self.race_s:
+            return by_shape.choose_with(self.device.sms, self.class_plan, M, N, K)
+        self.chosen[shape] = self.race(shape)
+        if self.cache:
+            self.cache.save(shapes={shape: self.chosen[shape]})
+        return self.chosen[shape]
+
+    def candidates(self, M: int, N: int, K: int) -> list[Choice]:
+        """Every plan of by_shape.plan_space that fits the device, step 08's own kernel,
+        and where C makes whole waves of big tiles and more (by_shape.whole_waves), those
+        waves in one band and the rows below them as choose chooses for them."""
+        found: list[Choice] = [by_shape.SAFE] + [
+            plan
+            for plan in by_shape.plan_space(M, N, K, self.device.sms)
+            if by_shape.resident_blocks(plan.tiles, self.device, self.registers)
+        ]
+        band = by_shape.whole_waves(M, N, self.device.sms)
+        if band:
+            rows, tiles = band
+            found.append(Bands(rows, Plan(tiles, 1), self.choose(M - rows, N, K)))
+        return found
+
+    def race(self, shape: Shape) -> Choice:
+        candidates = self.candidates(*shape)  # the rows below a band are timed first
+        start = time.monotonic()
+        self._say_once()
+        seconds = {choice: self.time_plan(shape, choice) for choice in candidates}
+        best = min(seconds, key=seconds.get)
+        if not seconds[best] < math.inf:
+            best = by_shape.SAFE
+        spent = time.monotonic() - start
+        self.seconds += spent
+        self.raced.append((shape, best, spent))
+        _note(
+            f"timed {len(candidates)} plans at {'x'.join(map(str, shape))}: {best}, "
+            f"{spent:.1f} s (tuning so far {self.seconds:.1f} s)"
+        )
+        return best
+
+    def _say_once(self) -> None:
+        if not self._said:
+            self._said = True
+            _note(
+                f"no dispatch table for the {self.device.name}: timing its plans at each new "
+                f"shape up to {1e3 * self.race_s:g} ms of arithmetic, and up to "
+                f"{by_shape.SHORTLIST} plans for each new class of larger shapes, once; kept in "
+                f"{self.cache.path if self.cache else 'memory'} ({ENV}=0: no tuning)"
+            )
+
+    def class_plan(self, cls: Shape, M: int, N: int, K: int) -> Plan:
         if cls not in self.plans:
             self.plans[cls] = self.tune(cls)
             if self.cache:
-                self.cache.save({cls: self.plans[cls]})
+                self.cache.save(classes={cls: self.plans[cls]})
         return by_shape.scaled(self.plans[cls], cls, M, N, K, self.device.sms)
 
-    def shapes(self, cls: tuple[int, int, int]) -> list[tuple[int, int, int]]:
+    def shapes(self, cls: Shape) -> list[Shape]:
         """The class's sample shapes whose arithmetic fits max_launch_s, the smallest at
         least."""
         shapes = sorted(by_shape.sample_shapes(cls, self.device.sms), key=math.prod)
-        peak = self.device.sms * self.device.fp32_lanes_per_sm * 2 * self.device.clock_mhz * 1e6
-        kept = [s for s in shapes if 2 * math.prod(s) / peak <= self.max_launch_s]
+        kept = [s for s in shapes if self.arithmetic_s(s) <= self.max_launch_s]
         return kept or shapes[:1]
 
-    def tune(self, cls: tuple[int, int, int]) -> Plan:
+    def tune(self, cls: Shape) -> Plan:
         start = time.monotonic()
         candidates = by_shape.shortlist(cls, self.device, self.registers, self.priors)
         shapes = self.shapes(cls)
         where = "x".join(map(str, by_shape.measured_shape(cls, self.device.sms)))
-        if not self._said:
-            self._said = True
-            _note(
-                f"no dispatch table for the {self.device.name}: timing up to "
-                f"{by_shape.SHORTLIST} plans for each new class of shapes, once; kept in "
-                f"{self.cache.path if self.cache else 'memory'} ({ENV}=0: no tuning)"
-            )
+        self._say_once()
         rates: dict[Plan, list[float]] = {}
         for plan in candidates:
             for shape in shapes:
@@ -269,7 +383,7 @@ def chooser(
     """choose(M, N, K) for this GPU: its committed table where there is one; else, with
     tuning on (enabled(), and `tune`), a FirstUse that tunes with time_plan() (made on
     first use: it allocates and compiles) and keeps its plans in the cache; with
-    `tune` off, the plans the cache holds already, as FirstUse would run them, and
+    `tune` off, what the cache holds already, as FirstUse would run it, and
     device_class_plan for the rest (device_rule where the cache holds none); with
     SGEMM_AUTOTUNE=0, device_rule alone. `table` False sets the committed table aside
     (`bench --first-use`: a GPU nobody tuned on). Memoized per shape."""
@@ -281,16 +395,20 @@ def chooser(
     cache = Cache(key(gpu_name, device.sms, versions()))
     if not tune or time_plan is None:
         kept = cache.load()
-        if not kept:
+        if kept == Kept():
             rule = functools.partial(by_shape.device_rule, device=device, registers=registers)
             return functools.lru_cache(maxsize=4096)(rule)
 
         def class_plan(cls, M, N, K):
-            if cls in kept:
-                return by_shape.scaled(kept[cls], cls, M, N, K, device.sms)
+            if cls in kept.classes:
+                return by_shape.scaled(kept.classes[cls], cls, M, N, K, device.sms)
             return by_shape.device_class_plan(M, N, K, device, registers)
 
-        choose = functools.partial(by_shape.choose_with, device.sms, class_plan)
+        def choose(M, N, K):
+            if (M, N, K) in kept.shapes:
+                return kept.shapes[M, N, K]
+            return by_shape.choose_with(device.sms, class_plan, M, N, K)
+
         return functools.lru_cache(maxsize=4096)(choose)
     timer: list[TimePlan] = []
 

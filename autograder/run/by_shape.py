@@ -464,8 +464,12 @@ def committed_tables() -> list[Table]:
 # Step 08 as it is: its own tiles, K unsplit. Always a candidate, and what the device's
 # arithmetic keeps unless another plan is clearly faster by it.
 SAFE = Plan(OWN, 1)
-# Layers the arithmetic weighs for a tile shape (as many as max_splits allows).
+# Layers weighed for a tile shape, by the arithmetic (ranked) and by timing (plan_space):
+# as many as max_splits allows.
 RULE_SPLITS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32)
+# What timing weighs stops at this many waves of blocks: past that, layers add
+# traffic and no parallelism.
+WAVES_AT_MOST = 4
 # How many times faster than step 08's plan the arithmetic must find another before the
 # untuned rule takes it: the model counts waves and bytes, not latency, and is crude.
 CLEAR_WIN = 1.5
@@ -560,6 +564,23 @@ def ranked(
             p.tiles,
         ),
     )
+
+
+def plan_space(M: int, N: int, K: int, sms: int) -> list[Plan]:
+    """Every plan worth timing at a shape: each tile shape of CHOICES unsplit, and in as
+    many of RULE_SPLITS layers as max_splits allows and make WAVES_AT_MOST waves of
+    blocks or fewer. What `tune 09` times at a class's measured shape, and first-use
+    tuning at a shape small enough to time them all (autotune)."""
+    return [
+        Plan(tiles, splits)
+        for tiles in CHOICES
+        for splits in RULE_SPLITS
+        if splits == 1
+        or (
+            splits <= max_splits(K, tiles)
+            and splits * tile_count(M, N, tiles) <= WAVES_AT_MOST * sms
+        )
+    ]
 
 
 def safe_plan(M: int, N: int) -> Plan:
