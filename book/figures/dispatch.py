@@ -92,6 +92,24 @@ def learner_gpus() -> Markdown:
     return Markdown("\n".join(lines))
 
 
+def most_plans_timed(gpu_name: str = "H100 SXM") -> tuple[int, str]:
+    """The most plans first-use tuning times at one shape of the sweep or outside it, on
+    a GPU with this one's SMs, and that shape: the plan space, step 08's own kernel,
+    and bands of whole waves where C makes them (autotune.FirstUse.candidates)."""
+    from autograder.run import by_shape
+
+    count, shape = max(
+        (
+            len(by_shape.plan_space(M, N, K, sms(gpu_name)))
+            + 1
+            + (by_shape.whole_waves(M, N, sms(gpu_name)) is not None),
+            (M, N, K),
+        )
+        for M, N, K in map(bench.parse_size, bench.sweep_sizes() + bench.outside_sizes())
+    )
+    return count, _size_label(shape)
+
+
 def _slug(gpu: str) -> str:
     from autograder.run import gpu as gpus
 
