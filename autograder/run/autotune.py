@@ -13,11 +13,12 @@ tiles in 6 layers at 96%), and big tiles that fill the waves evenly, taken unspl
 without a timing, lost to small ones where K was short (3001x5003x64: 54% against
 86%; 2026-11-29, GPU time). So a shape times every plan of by_shape.plan_space, step
 08's own kernel, and the bands of rows that make whole waves (by_shape.whole_waves),
-where there are such. That is a few dozen plans at most, each timed as shape_timer
-times a plan (GPU time, the median of a few samples after a warm-up): a fraction of a
-second for a shape whose arithmetic takes MAX_LAUNCH_S or less at the GPU's FP32 peak.
-A larger product has fewer plans, all near its big tiles' speed, and too long a
-launch to time them all: it takes its class's plan (by_shape.choose_with), the class
+where there are such: about a hundred plans at most (at a long K, whose layers the
+plan space counts finely), each timed as shape_timer times a plan (GPU time, the
+median of a few samples after a warm-up). On an H200 that took 0.1 to 2 s a shape,
+3.2 s at 8192^3, whose arithmetic takes near MAX_LAUNCH_S at the GPU's FP32 peak. A
+larger product has fewer plans, all near its big tiles' speed, and too long a launch
+to time them all: it takes its class's plan (by_shape.choose_with), the class
 tuned the first time it is met over SHORTLIST plans that the device's arithmetic
 shortlists (by_shape.shortlist, step 08's own among them) at the class's sample shapes
 (by_shape.sample_shapes; those over MAX_LAUNCH_S left out, the smallest kept).

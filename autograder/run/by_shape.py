@@ -568,19 +568,21 @@ def ranked(
 
 def plan_space(M: int, N: int, K: int, sms: int) -> list[Plan]:
     """Every plan worth timing at a shape: each tile shape of CHOICES unsplit, and in as
-    many of RULE_SPLITS layers as max_splits allows and make WAVES_AT_MOST waves of
-    blocks or fewer. What `tune 09` times at a class's measured shape, and first-use
-    tuning at a shape small enough to time them all (autotune)."""
-    return [
-        Plan(tiles, splits)
-        for tiles in CHOICES
-        for splits in RULE_SPLITS
-        if splits == 1
-        or (
-            splits <= max_splits(K, tiles)
-            and splits * tile_count(M, N, tiles) <= WAVES_AT_MOST * sms
-        )
-    ]
+    many layers as max_splits allows and make WAVES_AT_MOST waves of blocks or fewer:
+    each of RULE_SPLITS, and the counts whose blocks make 1 to WAVES_AT_MOST waves with
+    the least left over (counted one block to an SM). What `tune 09` times at a class's
+    measured shape, and first-use tuning at a shape small enough to time them all
+    (autotune)."""
+    plans = []
+    for tiles in CHOICES:
+        count = tile_count(M, N, tiles)
+        whole = {waves * sms // count for waves in range(1, WAVES_AT_MOST + 1)}
+        for splits in sorted(set(RULE_SPLITS) | whole):
+            if splits == 1 or (
+                2 <= splits <= max_splits(K, tiles) and splits * count <= WAVES_AT_MOST * sms
+            ):
+                plans.append(Plan(tiles, splits))
+    return plans
 
 
 def safe_plan(M: int, N: int) -> Plan:
