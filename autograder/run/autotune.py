@@ -315,14 +315,16 @@ class FirstUse:
         best = min(seconds, key=seconds.get)
         if not seconds[best] < math.inf:
             best = by_shape.SAFE
+        where = "x".join(map(str, shape))
+        self._kept(self.raced, shape, best, start, f"timed {len(candidates)} plans at {where}")
+        return best
+
+    def _kept(self, kept: list, key: Shape, best: Choice, start: float, what: str) -> None:
+        """Counts the seconds since start, keeps best for key, and says so."""
         spent = time.monotonic() - start
         self.seconds += spent
-        self.raced.append((shape, best, spent))
-        _note(
-            f"timed {len(candidates)} plans at {'x'.join(map(str, shape))}: {best}, "
-            f"{spent:.1f} s (tuning so far {self.seconds:.1f} s)"
-        )
-        return best
+        kept.append((key, best, spent))
+        _note(f"{what}: {best}, {spent:.1f} s (tuning so far {self.seconds:.1f} s)")
 
     def _say_once(self) -> None:
         if not self._said:
@@ -361,14 +363,12 @@ class FirstUse:
                 rates.setdefault(plan, []).append(0.0 if not seconds < math.inf else 1 / seconds)
         right = {p: r for p, r in rates.items() if all(r)}
         best = max(right, key=lambda p: geometric_mean(right[p])) if right else by_shape.SAFE
-        spent = time.monotonic() - start
-        self.seconds += spent
-        self.tuned.append((cls, best, spent))
-        _note(
-            f"tuned class {len(self.tuned)} (like {where}, rows "
-            f"{'aligned' if cls[2] else 'unaligned'}): {best}, of {len(candidates)} plans "
-            f"at {len(shapes)} shapes, {spent:.1f} s (tuning so far {self.seconds:.1f} s)"
+        rows = "aligned" if cls[2] else "unaligned"
+        what = (
+            f"tuned class {len(self.tuned) + 1} (like {where}, rows {rows}) over "
+            f"{len(candidates)} plans at {len(shapes)} shapes"
         )
+        self._kept(self.tuned, cls, best, start, what)
         return best
 
 
