@@ -13,9 +13,10 @@ then the rows below them, each a product of its own.
 What to choose is measured, not guessed: `python -m autograder tune 09` times
 the candidates at four shapes per class of shapes on the GPU at hand, and writes
 the best into book/data/dispatch_<gpu>.json. Where no table was measured (a
-GPU nobody tuned on), the first product of each class times the few plans the
-device's own arithmetic shortlists (`shortlist`) and keeps the fastest in a cache
-per GPU and software version (autograder.run.autotune); with that turned off, the
+GPU nobody tuned on), the first product of each shape times every plan of
+`plan_space` there (a larger one, its class the few plans the device's arithmetic
+shortlists, `shortlist`) and keeps the fastest in a cache per GPU and software
+version (autograder.run.autotune); with that turned off, the
 device's arithmetic decides alone (`device_rule`), step 08's own plan unless the
 arithmetic shows a clear win. The CPU backend, with no speed to choose for, runs
 every tile shape in turn (`in_turn`).
