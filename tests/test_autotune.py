@@ -273,9 +273,14 @@ def test_a_corrupt_cache_is_ignored_with_a_note_and_tuned_anew(tmp_path, capsys,
     assert calls and autotune.Cache(cache.key, tmp_path).load() == autotune.Kept({}, first.chosen)
 
 
-def test_bands_a_c_does_not_have_make_the_cache_corrupt(tmp_path, capsys):
+@pytest.mark.parametrize(
+    "choice",
+    [Bands(300, Plan("64x64", 1), Plan("64x64", 1)),  # bands a C of 300 rows lacks
+     Plan("64x64", by_shape.MAX_SPLITS + 1), Plan("64x64", 0), Plan("65x64", 1)],
+)  # fmt: skip
+def test_a_choice_the_dispatcher_would_not_make_makes_the_cache_corrupt(tmp_path, capsys, choice):
     _, cache = cache_at(tmp_path)
-    cache.save(shapes={(300, 64, 64): Bands(300, Plan("64x64", 1), Plan("64x64", 1))})
+    cache.save(shapes={(300, 64, 64): choice})
     assert cache.load() == autotune.Kept() and "corrupt" in capsys.readouterr().err
 
 

@@ -160,7 +160,7 @@ def _from_json(data: dict, M: int | None = None) -> Choice:
             raise ValueError(f"bands of rows a C of {M} rows does not have")
         return Bands(rows, top, rest)
     plan = Plan(data["tiles"], int(data["splits"]))
-    if plan.tiles not in by_shape.TILES or plan.splits < 1:
+    if plan.tiles not in by_shape.TILES or not 1 <= plan.splits <= by_shape.MAX_SPLITS:
         raise ValueError("names a plan the dispatcher does not have")
     return plan
 
