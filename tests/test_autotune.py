@@ -276,7 +276,9 @@ def test_a_corrupt_cache_is_ignored_with_a_note_and_tuned_anew(tmp_path, capsys,
 @pytest.mark.parametrize(
     "choice",
     [Bands(300, Plan("64x64", 1), Plan("64x64", 1)),  # bands a C of 300 rows lacks
-     Plan("64x64", by_shape.MAX_SPLITS + 1), Plan("64x64", 0), Plan("65x64", 1)],
+     Bands(128, Plan("64x64", 1), Plan("64x64", 1)),  # not big tiles: no band of them
+     Plan("64x64", 3),  # three layers of K = 64: a layer of one slice and a half
+     Plan("64x64", 10**9), Plan("64x64", 0), Plan("65x64", 1)],
 )  # fmt: skip
 def test_a_choice_the_dispatcher_would_not_make_makes_the_cache_corrupt(tmp_path, capsys, choice):
     _, cache = cache_at(tmp_path)
@@ -339,10 +341,10 @@ def test_without_tuning_the_cache_is_read_and_never_written(tmp_path, monkeypatc
     cls = by_shape.shape_class(333, 777, 129, device.sms)
     cache = autotune.Cache(autotune.key("Some GPU", device.sms, versions()), tmp_path)
     cache.save({cls: Plan("64x64w8", 1)})
-    cache.save(shapes={(64, 8192, 4096): Plan("64x128", 6)})
+    cache.save(shapes={(64, 8192, 4096): Plan("64x128", 3)})
     choose = autotune.chooser("Some GPU", device, None, versions, tune=False)
     assert choose(333, 777, 129) == Plan("64x64w8", 1)
-    assert choose(64, 8192, 4096) == Plan("64x128", 6)
+    assert choose(64, 8192, 4096) == Plan("64x128", 3)
     assert choose(1001, 777, 513) == by_shape.device_class_plan(1001, 777, 513, device)
     assert len(list(tmp_path.iterdir())) == 1
     # With nothing kept, exactly the untuned rule.

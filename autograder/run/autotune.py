@@ -13,9 +13,9 @@ tiles in 6 layers at 96%), and big tiles that fill the waves evenly, taken unspl
 without a timing, lost to small ones where K was short (3001x5003x64: 54% against
 86%; 2026-11-29, GPU time). So a shape times every plan of by_shape.plan_space, step
 08's own kernel, and the bands of rows that make whole waves (by_shape.whole_waves),
-where there are such: about a hundred plans at most (at a long K, whose layers the
-plan space counts finely), each timed as shape_timer times a plan (GPU time, the
-median of a few samples after a warm-up). On an H200 that took 0.1 to 2 s a shape,
+where there are such: 150 plans at most (at a long K, whose layers the plan space
+counts finely), each timed as shape_timer times a plan (GPU time, the
+median of a few samples after a warm-up). On an H200 that took 0.1 to 2.3 s a shape,
 3.2 s at 8192^3, whose arithmetic takes near MAX_LAUNCH_S at the GPU's FP32 peak. A
 larger product has fewer plans, all near its big tiles' speed, and too long a launch
 to time them all: it takes its class's plan (by_shape.choose_with), the class
@@ -151,18 +151,26 @@ def _to_json(choice: Choice) -> dict:
     return {"tiles": choice.tiles, "splits": choice.splits}
 
 
-def _from_json(data: dict, M: int | None = None) -> Choice:
-    """A plan, or bands of plans for a C of M rows."""
+def _from_json(data: dict) -> Choice:
     if "rows" in data:
-        rows = int(data["rows"])
-        top, rest = _from_json(data["top"]), _from_json(data["rest"], M and M - rows)
-        if not isinstance(top, Plan) or not 1 <= rows < (M or 1):
-            raise ValueError(f"bands of rows a C of {M} rows does not have")
-        return Bands(rows, top, rest)
-    plan = Plan(data["tiles"], int(data["splits"]))
-    if plan.tiles not in by_shape.TILES or not 1 <= plan.splits <= by_shape.MAX_SPLITS:
-        raise ValueError("names a plan the dispatcher does not have")
-    return plan
+        return Bands(int(data["rows"]), _from_json(data["top"]), _from_json(data["rest"]))
+    return Plan(data["tiles"], int(data["splits"]))
+
+
+def _could_choose(choice: Choice, M: int, N: int, K: int, sms: int) -> bool:
+    """Whether first use could have chosen this at M, N, K (FirstUse.candidates): a plan
+    of the plan space or step 08's own, or bands of one of BIG_TILES unsplit over rows
+    C has, with such a choice below them."""
+    if isinstance(choice, Bands):
+        top = choice.top
+        return (
+            isinstance(top, Plan)
+            and top.tiles in by_shape.BIG_TILES
+            and top.splits == 1
+            and 1 <= choice.rows < M
+            and _could_choose(choice.rest, M - choice.rows, N, K, sms)
+        )
+    return choice == by_shape.SAFE or choice in by_shape.plan_space(M, N, K, sms)
 
 
 @dataclass
@@ -195,12 +203,18 @@ class Cache:
                 (int(e["waves"]), int(e["k"]), int(e["aligned"])): _from_json(e)
                 for e in data["plans"]
             }
-            shapes = {}
-            for e in data["shapes"]:
-                M, N, K = int(e["M"]), int(e["N"]), int(e["K"])
-                shapes[M, N, K] = _from_json(e["choice"], M)
-            if not all(isinstance(p, Plan) for p in classes.values()):
-                raise ValueError("a class's plan in bands")
+            shapes = {
+                (int(e["M"]), int(e["N"]), int(e["K"])): _from_json(e["choice"])
+                for e in data["shapes"]
+            }
+            if not all(
+                isinstance(p, Plan) and p.tiles in by_shape.TILES
+                and 1 <= p.splits <= by_shape.MAX_SPLITS
+                for p in classes.values()
+            ):  # fmt: skip
+                raise ValueError("a class's plan the dispatcher does not have")
+            if not all(_could_choose(c, *shape, self.key.sms) for shape, c in shapes.items()):
+                raise ValueError("a shape's choice first use could not have made")
         except (ValueError, KeyError, TypeError, AttributeError) as e:
             _note(f"the tuning cache {self.path} is corrupt ({e}); ignored, and tuned anew")
             return Kept()
