@@ -130,6 +130,11 @@ class Device:
     clock_mhz: float
     bandwidth_gbs: float  # device memory
 
+    @property
+    def fp32_peak_flops(self) -> float:
+        """FP32 operations a second at this clock: an FMA a lane a clock, two operations."""
+        return self.sms * self.fp32_lanes_per_sm * 2 * self.clock_mhz * 1e6
+
     def limits(self) -> Arch:
         """The architecture's limits, with this device's own figures where it has them."""
         return replace(

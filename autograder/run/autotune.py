@@ -291,9 +291,7 @@ class FirstUse:
 
     def arithmetic_s(self, shape: Shape) -> float:
         """The shape's arithmetic alone, in seconds at the device's FP32 peak."""
-        d = self.device
-        flops = d.sms * d.fp32_lanes_per_sm * 2 * d.clock_mhz * 1e6
-        return 2 * math.prod(shape) / flops
+        return 2 * math.prod(shape) / self.device.fp32_peak_flops
 
     def choose(self, M: int, N: int, K: int) -> Choice:
         shape = (M, N, K)

@@ -94,19 +94,20 @@ def learner_gpus() -> Markdown:
 
 def most_plans_timed(gpu_name: str = "H100 SXM") -> tuple[int, str]:
     """The most plans first-use tuning times at one shape of the sweep or outside it, on
-    a GPU with this one's SMs, and that shape: the plan space, step 08's own kernel,
-    and bands of whole waves where C makes them (autotune.FirstUse.candidates)."""
-    from autograder.run import by_shape
+    this GPU (its datasheet properties), and that shape: autotune.FirstUse.candidates,
+    with a stand-in timer for the rows below a band (its notes on stderr held back)."""
+    import contextlib
+    import io
 
-    count, shape = max(
-        (
-            len(by_shape.plan_space(M, N, K, sms(gpu_name)))
-            + 1
-            + (by_shape.whole_waves(M, N, sms(gpu_name)) is not None),
-            (M, N, K),
-        )
-        for M, N, K in map(bench.parse_size, bench.sweep_sizes() + bench.outside_sizes())
+    from autograder.ladder import hardware
+    from autograder.run import autotune
+
+    first = autotune.FirstUse(
+        hardware.datasheet_device(gpu_name), lambda shape, plan: 1.0, race_s=math.inf
     )
+    shapes = map(bench.parse_size, bench.sweep_sizes() + bench.outside_sizes())
+    with contextlib.redirect_stderr(io.StringIO()):
+        count, shape = max((len(first.candidates(*shape)), shape) for shape in shapes)
     return count, _size_label(shape)
 
 
