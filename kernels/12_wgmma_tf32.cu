@@ -1,7 +1,8 @@
 // Beyond the ladder (sm_90a, an H100 or H200): TF32 on Hopper's own tensor-core
 // path. One producer warpgroup copies tiles of A and B into shared memory with
 // the bulk tensor copy engine (TMA); consumer warpgroups multiply them with
-// wgmma, 64 x 256 x 8 at a time, STAGES slices deep.
+// wgmma, 64 x BM x 8 at a time (BM = 256 rows of C, the most one wgmma
+// takes; 128 or 64 where C has few rows), STAGES slices deep.
 //
 // C = alpha * A * B + beta * C, row-major: A is M x K, B is K x N, C is M x N.
 //
@@ -19,7 +20,7 @@
 //                              is empty, then start TMA copies of A and B
 //                              into it (mbarrier full[s] counts the bytes)
 //                              consumers: for each slice, wait for full[s],
-//   warpgroup tile (BM x 64)     for kk in BK, step 8: one wgmma 64 x 256 x 8
+//   warpgroup tile (BM x 64)     for kk in BK, step 8: one wgmma 64 x BM x 8
 //                                then release the buffer (empty[s])
 //
 // TF32 wgmma takes both operands K-major (k contiguous; only 16-bit types may
@@ -121,39 +122,72 @@ template <int PENDING>
 __device__ __forceinline__ void wgmma_wait() {
   asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(PENDING) : "memory");
 }
-// d += a * b, 64 x 256 x 8: a from this thread's registers (4 TF32 values of
-// the warpgroup's 64 x 8 tile), b (8 x 256) from shared memory.
-__device__ __forceinline__ void wgmma_64x256x8(float (&d)[128], const unsigned (&a)[4],
-                                               unsigned long long b) {
+// d = a * b + (ACCUMULATE ? d : 0), 64 x N x 8: a from this thread's registers
+// (4 TF32 values of the warpgroup's 64 x 8 tile), b (8 x N) from shared
+// memory; N is the block's rows of C (BM: 64, 128 or 256), and each thread
+// holds N / 2 of the warpgroup's 64 x N sums. With ACCUMULATE false, d's old
+// values are not read: a sum starts afresh without zeroing them first. The
+// instruction names N and every accumulator register, so each N is written
+// out: the accumulators' numbers 32 at a time, then a, b and ACCUMULATE.
+#define WGMMA_D0                                                                         \
+  "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22," \
+  "%23,%24,%25,%26,%27,%28,%29,%30,%31"
+#define WGMMA_D1                                                                          \
+  "%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,%51,%52," \
+  "%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63"
+#define WGMMA_D2                                                                          \
+  "%64,%65,%66,%67,%68,%69,%70,%71,%72,%73,%74,%75,%76,%77,%78,%79,%80,%81,%82,%83,%84," \
+  "%85,%86,%87,%88,%89,%90,%91,%92,%93,%94,%95"
+#define WGMMA_D3                                                                         \
+  "%96,%97,%98,%99,%100,%101,%102,%103,%104,%105,%106,%107,%108,%109,%110,%111,%112," \
+  "%113,%114,%115,%116,%117,%118,%119,%120,%121,%122,%123,%124,%125,%126,%127"
+template <int N, bool ACCUMULATE = true>
+__device__ __forceinline__ void wgmma_64xNx8(float (&d)[N / 2], const unsigned (&a)[4],
+                                             unsigned long long b) {
 #define D8(i)                                                                          \
   "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), \
       "+f"(d[i + 6]), "+f"(d[i + 7])
-  asm volatile(
-      "wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32 "
-      "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,"
-      "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,"
-      "%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,"
-      "%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63,"
-      "%64,%65,%66,%67,%68,%69,%70,%71,%72,%73,%74,%75,%76,%77,%78,%79,"
-      "%80,%81,%82,%83,%84,%85,%86,%87,%88,%89,%90,%91,%92,%93,%94,%95,"
-      "%96,%97,%98,%99,%100,%101,%102,%103,%104,%105,%106,%107,%108,%109,%110,%111,"
-      "%112,%113,%114,%115,%116,%117,%118,%119,%120,%121,%122,%123,%124,%125,%126,%127}, "
-      "{%128,%129,%130,%131}, %132, 1, 1, 1;\n"
-      : D8(0), D8(8), D8(16), D8(24), D8(32), D8(40), D8(48), D8(56), D8(64), D8(72), D8(80),
-        D8(88), D8(96), D8(104), D8(112), D8(120)
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
+#define D32(i) D8(i), D8(i + 8), D8(i + 16), D8(i + 24)
+#define OPERANDS "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "n"(ACCUMULATE ? 1 : 0)
+  static_assert(N == 64 || N == 128 || N == 256, "wgmma_64xNx8 is written for N = 64, 128, 256");
+  if constexpr (N == 64) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32 "
+        "{" WGMMA_D0 "}, {%32,%33,%34,%35}, %36, p, 1, 1;\n}\n"
+        : D32(0)
+        : OPERANDS);
+  } else if constexpr (N == 128) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 "
+        "{" WGMMA_D0 "," WGMMA_D1 "}, {%64,%65,%66,%67}, %68, p, 1, 1;\n}\n"
+        : D32(0), D32(32)
+        : OPERANDS);
+  } else {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %133, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32 "
+        "{" WGMMA_D0 "," WGMMA_D1 "," WGMMA_D2 "," WGMMA_D3 "}, "
+        "{%128,%129,%130,%131}, %132, p, 1, 1;\n}\n"
+        : D32(0), D32(32), D32(64), D32(96)
+        : OPERANDS);
+  }
+#undef OPERANDS
+#undef D32
 #undef D8
 }
 // [docs:helpers-end]
 
 // [docs:kernel]
-template <int BN, int STAGES>
+template <int BM, int BN, int STAGES>
 __global__ void __launch_bounds__(128 * (1 + BN / 64), 1)
 sgemm_wgmma(int M, int N, int K, float alpha, const float* A, const float* B, float beta,
             float* C, const __grid_constant__ TensorMap mapA,
             const __grid_constant__ TensorMap mapB) {
   // [docs:params]
-  constexpr int BM = 256;  // rows of C per block: wgmma's N, the most it takes
+  // BM: rows of C per block, wgmma's N (256 at most; smaller blocks fill the
+  // SMs where C has few rows)
   constexpr int BK = 32;   // one 128-byte swizzled row of floats per slice
   constexpr int CONSUMERS = BN / 64;  // warpgroups that multiply, 64 columns of C each
   constexpr int A_FLOATS = BM * BK;   // one slice of A: BM rows of BK
@@ -294,9 +328,9 @@ sgemm_wgmma(int M, int N, int K, float alpha, const float* A, const float* B, fl
   };
   // [docs:rows-end]
 
-  float acc[128];
+  float acc[BM / 2];
 #pragma unroll
-  for (int i = 0; i < 128; ++i) acc[i] = 0.0f;
+  for (int i = 0; i < BM / 2; ++i) acc[i] = 0.0f;
 
   // [docs:mainloop]
   for (int t = 0; t < slices; ++t) {
@@ -319,7 +353,7 @@ sgemm_wgmma(int M, int N, int K, float alpha, const float* A, const float* B, fl
     }
     wgmma_fence();
 #pragma unroll
-    for (int kk = 0; kk < BK / 8; ++kk) wgmma_64x256x8(acc, a[kk], descriptor(as + 8 * kk));
+    for (int kk = 0; kk < BK / 8; ++kk) wgmma_64xNx8<BM>(acc, a[kk], descriptor(as + 8 * kk));
     wgmma_commit();
     // The tensor cores read a[] until their products are done: wait for
     // them before the next slice's fragments overwrite it. (Keeping one
@@ -337,7 +371,7 @@ sgemm_wgmma(int M, int N, int K, float alpha, const float* A, const float* B, fl
 
   // [docs:epilogue]
   // acc[4 c + 2 h + e] is row g + 8h, column 8c + 2q + e of the warpgroup's
-  // 64 x 256 product: column (2 warp + h, g) of this warpgroup's 64 columns of
+  // 64 x BM product: column (2 warp + h, g) of this warpgroup's 64 columns of
   // C, row 8c + 2q + e of the block tile. Written straight to C, a warp's
   // store would touch 8 pieces of 16 bytes in 4 rows; so the warpgroup first
   // lays its BM x 64 tile out in shared memory (the pipeline's buffers, once
@@ -351,7 +385,7 @@ sgemm_wgmma(int M, int N, int K, float alpha, const float* A, const float* B, fl
   for (int h = 0; h < 2; ++h) {
     const int col = column(2 * warp + h, g);
 #pragma unroll
-    for (int c = 0; c < 32; ++c) {
+    for (int c = 0; c < BM / 8; ++c) {
 #pragma unroll
       for (int e = 0; e < 2; ++e) Cs[(8 * c + 2 * q + e) * LDC + col] = acc[4 * c + 2 * h + e];
     }

@@ -24,7 +24,7 @@
 // slice, and the slice's sum is added into the FP32 running sums `acc` by the
 // FP32 lanes, rounded as any FP32 add: promotion, as DeepSeek-V3 does for
 // FP8. Two sets of accumulators need twice the registers, so a block covers
-// 128 rows of C (wgmma's N = 128), where step 12's covers 256.
+// 128 rows of C at most (wgmma's N = 128), where step 12's covers 256.
 //
 // What changes from step 12 (the chapter shows the difference line by line):
 // the producer warpgroup, idle between its copies, splits each slice of A
@@ -140,41 +140,72 @@ template <int PENDING>
 __device__ __forceinline__ void wgmma_wait() {
   asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(PENDING) : "memory");
 }
-// d = a * b + (accumulate ? d : 0), 64 x 128 x 8: a from this thread's
-// registers (4 TF32 values of the warpgroup's 64 x 8 tile), b (8 x 128) from
-// shared memory. With accumulate false, d's old values are not read: a sum
-// starts afresh without zeroing 64 registers first.
-template <bool ACCUMULATE>
-__device__ __forceinline__ void wgmma_64x128x8(float (&d)[64], const unsigned (&a)[4],
-                                               unsigned long long b) {
+// d = a * b + (ACCUMULATE ? d : 0), 64 x N x 8: a from this thread's registers
+// (4 TF32 values of the warpgroup's 64 x 8 tile), b (8 x N) from shared
+// memory; N is the block's rows of C (BM: 64, 128 or 256), and each thread
+// holds N / 2 of the warpgroup's 64 x N sums. With ACCUMULATE false, d's old
+// values are not read: a sum starts afresh without zeroing them first. The
+// instruction names N and every accumulator register, so each N is written
+// out: the accumulators' numbers 32 at a time, then a, b and ACCUMULATE.
+#define WGMMA_D0                                                                         \
+  "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22," \
+  "%23,%24,%25,%26,%27,%28,%29,%30,%31"
+#define WGMMA_D1                                                                          \
+  "%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,%51,%52," \
+  "%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63"
+#define WGMMA_D2                                                                          \
+  "%64,%65,%66,%67,%68,%69,%70,%71,%72,%73,%74,%75,%76,%77,%78,%79,%80,%81,%82,%83,%84," \
+  "%85,%86,%87,%88,%89,%90,%91,%92,%93,%94,%95"
+#define WGMMA_D3                                                                         \
+  "%96,%97,%98,%99,%100,%101,%102,%103,%104,%105,%106,%107,%108,%109,%110,%111,%112," \
+  "%113,%114,%115,%116,%117,%118,%119,%120,%121,%122,%123,%124,%125,%126,%127"
+template <int N, bool ACCUMULATE = true>
+__device__ __forceinline__ void wgmma_64xNx8(float (&d)[N / 2], const unsigned (&a)[4],
+                                             unsigned long long b) {
 #define D8(i)                                                                          \
   "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), \
       "+f"(d[i + 6]), "+f"(d[i + 7])
-  asm volatile(
-      "{\n"
-      ".reg .pred accumulate;\n"
-      "setp.ne.b32 accumulate, %69, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 "
-      "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,"
-      "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,"
-      "%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,"
-      "%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63}, "
-      "{%64,%65,%66,%67}, %68, accumulate, 1, 1;\n"
-      "}\n"
-      : D8(0), D8(8), D8(16), D8(24), D8(32), D8(40), D8(48), D8(56)
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "n"(ACCUMULATE ? 1 : 0));
+#define D32(i) D8(i), D8(i + 8), D8(i + 16), D8(i + 24)
+#define OPERANDS "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "n"(ACCUMULATE ? 1 : 0)
+  static_assert(N == 64 || N == 128 || N == 256, "wgmma_64xNx8 is written for N = 64, 128, 256");
+  if constexpr (N == 64) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32 "
+        "{" WGMMA_D0 "}, {%32,%33,%34,%35}, %36, p, 1, 1;\n}\n"
+        : D32(0)
+        : OPERANDS);
+  } else if constexpr (N == 128) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 "
+        "{" WGMMA_D0 "," WGMMA_D1 "}, {%64,%65,%66,%67}, %68, p, 1, 1;\n}\n"
+        : D32(0), D32(32)
+        : OPERANDS);
+  } else {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %133, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32 "
+        "{" WGMMA_D0 "," WGMMA_D1 "," WGMMA_D2 "," WGMMA_D3 "}, "
+        "{%128,%129,%130,%131}, %132, p, 1, 1;\n}\n"
+        : D32(0), D32(32), D32(64), D32(96)
+        : OPERANDS);
+  }
+#undef OPERANDS
+#undef D32
 #undef D8
 }
 // [docs:helpers-end]
 
 // [docs:kernel]
-template <int BN, int STAGES>
+template <int BM, int BN, int STAGES>
 __global__ void __launch_bounds__(128 * (1 + BN / 64), 1)
 sgemm_wgmma_3xtf32(int M, int N, int K, float alpha, const float* A, const float* B, float beta,
                    float* C, const __grid_constant__ TensorMap mapA,
                    const __grid_constant__ TensorMap mapB) {
   // [docs:params]
-  constexpr int BM = 128;  // rows of C per block: wgmma's N (256 leaves no room for `part`)
+  // BM: rows of C per block, wgmma's N (128 at most here: 256 leaves no
+  // registers for `part`; 64 where C has few rows)
   constexpr int BK = 32;   // one 128-byte swizzled row of floats per slice
   constexpr int CONSUMERS = BN / 64;  // warpgroups that multiply, 64 columns of C each
   constexpr int A_FLOATS = BM * BK;   // one slice of A: BM rows of BK
@@ -372,15 +403,16 @@ sgemm_wgmma_3xtf32(int M, int N, int K, float alpha, const float* A, const float
     // The slice's products into `part`, started afresh by the first; the small
     // terms first, since each addition inside the tensor cores loses what
     // falls below the bits it keeps of the largest term so far.
-    wgmma_64x128x8<false>(part, small[0], descriptor(as));
-    wgmma_64x128x8<true>(part, big[0], descriptor(asSmall));
+    wgmma_64xNx8<BM, false>(part, small[0], descriptor(as));
+    wgmma_64xNx8<BM, true>(part, big[0], descriptor(asSmall));
 #pragma unroll
     for (int kk = 1; kk < BK / 8; ++kk) {
-      wgmma_64x128x8<true>(part, small[kk], descriptor(as + 8 * kk));
-      wgmma_64x128x8<true>(part, big[kk], descriptor(asSmall + 8 * kk));
+      wgmma_64xNx8<BM, true>(part, small[kk], descriptor(as + 8 * kk));
+      wgmma_64xNx8<BM, true>(part, big[kk], descriptor(asSmall + 8 * kk));
     }
 #pragma unroll
-    for (int kk = 0; kk < BK / 8; ++kk) wgmma_64x128x8<true>(part, big[kk], descriptor(as + 8 * kk));
+    for (int kk = 0; kk < BK / 8; ++kk)
+      wgmma_64xNx8<BM, true>(part, big[kk], descriptor(as + 8 * kk));
     // [docs:products-end]
     wgmma_commit();
     // The tensor cores read the fragments until their products are done: wait for

@@ -125,18 +125,24 @@ def test_the_wgmma_steps_take_the_tma_contract_and_not_the_gemms(step):
 
 
 @by_hopper
-def test_the_registry_knows_the_wgmma_kernels_fixed_tile_sizes(step):
-    """The launch geometry and TMA boxes (registry) and the kernel agree on BM and BK."""
+def test_the_registry_knows_the_wgmma_kernels_tile_sizes(step):
+    """The launch geometry and TMA boxes (registry) and the kernel agree on BM and BK, at
+    every block height the GEMM may race (registry.block_rows)."""
     source = step.source()
-    assert f"constexpr int BM = {step.geometry.tile[0]};" in source
+    assert f"template <int BM, int BN, int STAGES>\n__global__" in source
     assert f"constexpr int BK = {registry.WGMMA_BK};" in source
-    assert step.geometry.tma_boxes[0] == (registry.WGMMA_BK, step.geometry.tile[0])
+    rows = registry.block_rows(step)
+    assert rows[0] == step.params["BM"] and rows[-1] == 64
+    for height in rows:
+        geometry = step.with_params(BM=height).geometry
+        assert geometry.tile == (height, step.params["BN"])
+        assert geometry.tma_boxes[0] == (registry.WGMMA_BK, height)
 
 
 def test_a_tma_kernel_is_built_for_its_target_and_boxes_come_with_its_geometry():
     spec = KernelSpec.from_step(registry.step("12"))
     assert spec.target == "sm_90a" and spec.contract == "tma"
-    assert spec.geometry.tma_boxes == ((registry.WGMMA_BK, registry.WGMMA_BM), (32, 32))
+    assert spec.geometry.tma_boxes == ((registry.WGMMA_BK, 256), (32, 32))
     assert KernelSpec.from_step(registry.step("11")).target is None
 
 

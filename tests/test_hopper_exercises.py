@@ -80,7 +80,7 @@ PLANTED = [
     (
         "13",
         "one cross product left out: TF32 accuracy, not FP32",
-        ("      wgmma_64x128x8<true>(part, big[kk], descriptor(asSmall + 8 * kk));\n", ""),
+        ("      wgmma_64xNx8<BM, true>(part, big[kk], descriptor(asSmall + 8 * kk));\n", ""),
         NOTHING,
         "wrong",
     ),
@@ -95,8 +95,8 @@ PLANTED = [
         "13",
         "a slice's sum not started afresh",
         (
-            "wgmma_64x128x8<false>(part, small[0], descriptor(as));",
-            "wgmma_64x128x8<true>(part, small[0], descriptor(as));",
+            "wgmma_64xNx8<BM, false>(part, small[0], descriptor(as));",
+            "wgmma_64xNx8<BM, true>(part, small[0], descriptor(as));",
         ),
         NOTHING,
         "wrong",

@@ -72,30 +72,33 @@ def test_thread_tiled_steps_do_tm_times_tn_ffma_per_k(step, arch):
 
 
 @needs_nvdisasm
-def test_the_wgmma_step_multiplies_with_hgmma_fed_by_tma_copies():
-    """Step 12 on sm_90a: per slice of K, one 64x256x8 wgmma per 8 of k in each warp,
-    and one TMA copy of A and one of B per 32 of its columns; no FFMA does its
-    product (the loop's few are the epilogue's alpha and beta)."""
-    step = registry.step("12")
+@pytest.mark.parametrize("rows", registry.block_rows(registry.step("12")))
+def test_the_wgmma_step_multiplies_with_hgmma_fed_by_tma_copies(rows):
+    """Step 12 on sm_90a, with blocks of each height it races: per slice of K, one
+    64 x rows x 8 wgmma per 8 of k in each warp, and one TMA copy of A and one of B per 32
+    of its columns; no FFMA does its product (the loop's few are the epilogue's alpha and
+    beta)."""
+    step = registry.step("12").with_params(BM=rows)
     e = sass.evidence(step, "sm_90a")
     assert e.k_per_iteration == registry.WGMMA_BK
     assert e.loop.counts["HGMMA"] == registry.WGMMA_BK // 8, e.table()
     assert e.loop.counts["UTMALDG"] == 1 + step.params["BN"] // 32, e.table()
-    assert e.loop.opcodes["HGMMA.64x256x8.F32.TF32"] == registry.WGMMA_BK // 8
+    assert e.loop.opcodes[f"HGMMA.64x{rows}x8.F32.TF32"] == registry.WGMMA_BK // 8
     assert e.math_name == "HGMMA"
     assert e.resources.spill_store_bytes + e.resources.spill_load_bytes == 0
 
 
 @needs_nvdisasm
-def test_the_3xtf32_step_issues_three_wgmmas_where_step_12_issues_one():
-    """Step 13 on sm_90a: per 8 of k, big x small, small x big and big x big, each over
-    the block's 128 rows; the same TMA copies as step 12 (the small parts are made in
-    shared memory); a slice's sums promoted into FP32 registers by the FP32 lanes (an
-    FADD for each of a thread's 64 accumulators, one warpgroup-wide wait a slice)."""
-    step = registry.step("13")
+@pytest.mark.parametrize("rows", registry.block_rows(registry.step("13")))
+def test_the_3xtf32_step_issues_three_wgmmas_where_step_12_issues_one(rows):
+    """Step 13 on sm_90a, with blocks of each height it races: per 8 of k, big x small,
+    small x big and big x big, each over the block's rows; the same TMA copies as step 12
+    (the small parts are made in shared memory); a slice's sums promoted into FP32
+    registers by the FP32 lanes (an FADD for each of a thread's rows / 2 accumulators, one
+    warpgroup-wide wait a slice)."""
+    step = registry.step("13").with_params(BM=rows)
     e = sass.evidence(step, "sm_90a")
     assert e.k_per_iteration == registry.WGMMA_BK
-    rows = registry.WGMMA_3XTF32_BM
     assert e.loop.opcodes[f"HGMMA.64x{rows}x8.F32.TF32"] == 3 * registry.WGMMA_BK // 8, e.table()
     assert e.loop.opcodes["FADD"] >= rows // 2, e.table()
     assert e.loop.opcodes["WARPGROUP.DEPBAR.LE"] == 1, e.table()

@@ -263,7 +263,7 @@ on every shape. About 10 lines.""",
         "Tensor cores, Hopper's way",
         idea="""\
 An H100 multiplies fastest with **wgmma**: a warpgroup (4 warps, 128 threads) issues one
-64×256×8 product whose B operand the tensor cores read straight from shared memory, and goes on
+64×BM×8 product (BM = 256 rows of C, fewer for small shapes) whose B operand the tensor cores read straight from shared memory, and goes on
 while they work. The tiles get there by **TMA**, a copy engine that moves a whole box of a matrix
 on one thread's request and counts its bytes on an **mbarrier**. So the block splits its work:
 one *producer* warpgroup fills a ring of STAGES shared buffers, two *consumer* warpgroups
@@ -286,7 +286,7 @@ the epilogue below are written for you. About 25 lines.""",
             "`j = 2 * warp + (i & 1)`, column `n = 64 * consumer + column(j, g)` of the block "
             "tile, `k = 8 * kk + q + 4 * (i >> 1)`; B's slice lies as BN / 32 swizzled boxes of "
             "BK rows by 32, so the float is `bs[n / 32 * BK * 32 + swizzled(k, n % 32)]`.",
-            "`wgmma_fence();` then `wgmma_64x256x8(acc, a[kk], descriptor(as + 8 * kk));` for "
+            "`wgmma_fence();` then `wgmma_64xNx8<BM>(acc, a[kk], descriptor(as + 8 * kk));` for "
             "each kk, `wgmma_commit(); wgmma_wait<0>();` and only then `bar_arrive(&empty[s]);` "
             "from every thread: the tensor cores read `as` and `a` until the wait returns, and "
             "the producer refills the buffer as soon as `empty[s]` completes.",
@@ -321,9 +321,9 @@ but small·small, the slice's first product starting `part` afresh. About 15 lin
             "but for the top of FP32's range: within 2^-11 of 2^128, x rounds up to infinity, "
             "and x - inf makes `small` infinite. Stop `big` at the largest TF32 value, "
             "`copysignf(fminf(fabsf(rounded), 3.4011621e38f), x)`: then x - big is exact.",
-            "`wgmma_64x128x8<false>(part, small[0], descriptor(as));` starts the slice's sum "
+            "`wgmma_64xNx8<BM, false>(part, small[0], descriptor(as));` starts the slice's sum "
             "(A's big by B's small; `<false>`: part's old values are not added), "
-            "`wgmma_64x128x8<true>(...)` adds to it. The small terms first, then the big ones: "
+            "`wgmma_64xNx8<BM, true>(...)` adds to it. The small terms first, then the big ones: "
             "the tensor cores drop what falls below the bits they keep of the largest term "
             "so far.",
             "Leave out a cross product and each term keeps an error of up to 2^-11 of it: the "

@@ -471,29 +471,34 @@ def _tensor_core_tiles(p: Mapping[str, int]) -> Geometry:
     return replace(_warp_tiles(p), shared_bytes=4 * floats)
 
 
-# kernels/12_wgmma_tf32.cu's fixed sizes: a block covers WGMMA_BM rows of C
-# (one wgmma's N, the most it takes) and walks K in slices of WGMMA_BK floats
-# (one 128-byte swizzled row).
-WGMMA_BM, WGMMA_BK = 256, 32
-# kernels/13_wgmma_3xtf32.cu's block covers 128 rows: its consumers keep two sets
-# of accumulators (a slice's sums and the running ones), which 256 rows would not
-# leave registers for.
-WGMMA_3XTF32_BM = 128
+# kernels/12_wgmma_tf32.cu and 13 walk K in slices of WGMMA_BK floats (one 128-byte
+# swizzled row); their blocks cover BM rows of C (wgmma's N: 256 at most, 128 in step 13,
+# whose consumers keep two sets of accumulators, a slice's sums and the running ones).
+WGMMA_BK = 32
 
 
-def _warpgroup_tiles(p: Mapping[str, int], a_buffers: int = 1, rows: int = WGMMA_BM) -> Geometry:
+def block_rows(step: Step) -> tuple[int, ...]:
+    """The heights of block a tensor-core step's GEMM may race at a small product: its own
+    BM, then halved down to 64. A block of fewer rows leaves fewer idle where C has few
+    (64x8192x4096: 64 of a 256-row block's rows hold C, and its 64 blocks fill half of an
+    H200's 132 SMs), at the cost of more copies of B per row of C."""
+    own = step.params["BM"]
+    return tuple(own >> i for i in range(own.bit_length()) if own >> i >= 64)
+
+
+def _warpgroup_tiles(p: Mapping[str, int], a_buffers: int = 1) -> Geometry:
     """One producer warpgroup and BN / 64 consumer warpgroups per block of
-    rows x BN of C; STAGES slices of A and B in dynamic shared memory, and
+    BM x BN of C; STAGES slices of A and B in dynamic shared memory, and
     1024 bytes to align them to the swizzle's period. TMA brings a slice of A
     in one box and one of B in boxes 32 columns wide (128 bytes, the swizzle's
     row). a_buffers: 2 where a slice of A is kept twice (step 13: its big and
     its small parts)."""
-    floats = p["STAGES"] * WGMMA_BK * (a_buffers * rows + p["BN"])
+    floats = p["STAGES"] * WGMMA_BK * (a_buffers * p["BM"] + p["BN"])
     return Geometry(
         (128 * (1 + p["BN"] // 64), 1),
-        (rows, p["BN"]),
+        (p["BM"], p["BN"]),
         shared_bytes=4 * floats + 1024,
-        tma_boxes=((WGMMA_BK, rows), (32, WGMMA_BK)),
+        tma_boxes=((WGMMA_BK, p["BM"]), (32, WGMMA_BK)),
     )
 
 
@@ -547,7 +552,7 @@ BEYOND: tuple[Step, ...] = (
         # Two consumer warpgroups, 4 slices deep (192 KB of shared memory).
         # Measured on an H100: 3 stages ran as fast at 4096^3 and 8192^3,
         # one consumer warpgroup (BN = 64) at two thirds of the speed.
-        params=dict(BN=128, STAGES=4),
+        params=dict(BM=256, BN=128, STAGES=4),
         layout=_warpgroup_tiles,
         min_arch="sm_90a",
         input_roundoff=TF32_TRUNCATED_ROUNDOFF,
@@ -560,8 +565,8 @@ BEYOND: tuple[Step, ...] = (
         "sgemm_wgmma_3xtf32",
         # Two consumer warpgroups, as step 12; a slice takes 48 KB with A's small
         # parts, so four fit.
-        params=dict(BN=128, STAGES=4),
-        layout=partial(_warpgroup_tiles, a_buffers=2, rows=WGMMA_3XTF32_BM),
+        params=dict(BM=128, BN=128, STAGES=4),
+        layout=partial(_warpgroup_tiles, a_buffers=2),
         min_arch="sm_90a",
         contract="tma",
     ),

@@ -109,8 +109,8 @@ VARIANTS = (
                 "for (int i = 0; i < BM / 2; ++i) acc[i] = part[i] = 0.0f;",
             ),
             (
-                "wgmma_64x128x8<false>(part, small[0], descriptor(as));",
-                "wgmma_64x128x8<true>(part, small[0], descriptor(as));",
+                "wgmma_64xNx8<BM, false>(part, small[0], descriptor(as));",
+                "wgmma_64xNx8<BM, true>(part, small[0], descriptor(as));",
             ),
             (
                 "for (int i = 0; i < BM / 2; ++i) acc[i] += part[i];",

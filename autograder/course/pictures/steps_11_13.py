@@ -109,7 +109,7 @@ SWIZZLE_ROWS, SWIZZLE_CHUNKS = 8, 8  # a 1024-byte block: 8 rows of 8 chunks of 
 def _wgmma(fig, step):
     """The block tile as the warpgroups share it, and the 128-byte swizzle TMA writes
     and wgmma reads (kernels/12_wgmma_tf32.cu)."""
-    BM, BK, BN = registry.WGMMA_BM, registry.WGMMA_BK, step.params["BN"]
+    BM, BK, BN = step.params["BM"], registry.WGMMA_BK, step.params["BN"]
     consumers = BN // 64
     fig.set_size_inches(WIDTH, 4.6)
     # Left: C's block tile, BM rows x BN columns, a column strip per consumer warpgroup.
