@@ -128,7 +128,7 @@ def test_where_a_tensor_core_step_ran_step_09s_fp32_gemm_its_tables_say_so(tmp_p
     shapes = [bench.parse_size(s) for s in bench.sweep_sizes()[:2]]
     rows = [
         dataclasses.replace(row("13", shapes[0], 500.0), path=paths.FP32),
-        dataclasses.replace(row("13", shapes[1], 900.0), path=paths.tensor_cores(2)),
+        dataclasses.replace(row("13", shapes[1], 900.0), path=paths.tensor_cores(64, 2, True)),
     ]
     for text in (bench.sweep_table(rows), bench.table(rows)):
         assert re.search(r"50\.0%?\)?\*", text) and not re.search(r"90\.0%?\)?\*", text)

@@ -365,8 +365,9 @@ def test_the_tensor_core_chapters_words_hold_for_the_committed_sweep():
 
 def test_the_sweep_says_which_path_each_tensor_core_row_took_and_fp32_only_where_timed():
     """Chapters 12 and 13 mark the shapes where step 09's FP32 kernels ran (paths): every
-    row of 12 and 13 records its path, the FP32 path only at products small enough to be
-    timed against the tensor cores, and the tensor cores in the layers split_k gives."""
+    row of 12 and 13 records its path; the FP32 path, smaller blocks than the step's own,
+    one layer where the rule gives more, or copies where they do not pay, only at products
+    small enough to be timed; elsewhere the step's own blocks in the layers split_k gives."""
     from autograder.run import paths, split_k
 
     ours = {registry.step(s).name: registry.step(s) for s in ("12", "13")}
@@ -374,12 +375,19 @@ def test_the_sweep_says_which_path_each_tensor_core_row_took_and_fp32_only_where
     assert rows and all(r.path for r in rows)
     bound = figures.race_gflop() * 1e9
     for r in rows:
-        tile = ours[r.kernel].geometry.tile
-        layers = split_k.layers(r.M, r.N, r.K, tile, 132)  # the H200's SMs
-        if r.path == paths.FP32:
-            assert 2 * r.M * r.N * r.K <= bound, r
-        else:
-            assert r.path in (paths.tensor_cores(layers), paths.tensor_cores(1)), r
+        step, shape = ours[r.kernel], (r.M, r.N, r.K)
+        odd = r.K % 4 != 0 or r.N % 4 != 0
+
+        def name(height, layers=None, copied=odd and split_k.copies_pay(*shape)):
+            tile = step.with_params(BM=height).geometry.tile
+            return paths.tensor_cores(height, layers or split_k.layers(*shape, tile, 132), copied)
+
+        own = name(step.params["BM"])  # the H200's 132 SMs
+        raced = {paths.FP32} | {
+            name(h, s, c)
+            for h in registry.block_rows(step) for s in (None, 1) for c in {False, odd}
+        }  # fmt: skip
+        assert r.path == own or (r.path in raced and 2 * math.prod(shape) <= bound), r
     assert figures.fp32_path_shapes("13") and figures.fp32_path_shapes("12")
 
 

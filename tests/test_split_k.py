@@ -59,20 +59,20 @@ def _describable_only(M, N, K, alpha, A, B, beta, C):
 
 @pytest.mark.parametrize("M, N, K", [(5, 7, 9), (4, 8, 12), (3, 5, 4), (8, 6, 3), (1, 1, 1)])
 @pytest.mark.parametrize("beta", [0.0, -0.75])
-def test_a_gemm_of_rows_tma_cannot_describe_runs_on_zero_padded_copies(M, N, K, beta, monkeypatch):
+def test_a_gemm_of_rows_tma_cannot_describe_runs_on_zero_padded_copies(M, N, K, beta):
     rng = np.random.default_rng(M * N * K)
     A, B = (rng.standard_normal(s).astype(np.float32).view(_OnDevice) for s in ((M, K), (K, N)))
     before = rng.standard_normal((M, N)).astype(np.float32)
     C = before.copy().view(_OnDevice)
-    monkeypatch.setattr(split_k, "COPY_FLOP_PER_FLOAT", 0)  # copies at these small shapes too
-    split_k.described(_describable_only, _Xp)(M, N, K, 2.0, A, B, beta, C)
+    split_k.described(_describable_only, _Xp, copy=True)(M, N, K, 2.0, A, B, beta, C)
     np.testing.assert_allclose(C, 2.0 * (A @ B) + beta * before, rtol=1e-5, atol=1e-5)
 
 
-def test_a_product_too_small_to_pay_for_copies_runs_where_it_lies():
+@pytest.mark.parametrize("M, N, K, copy", [(333, 777, 129, None), (4095, 4097, 4093, False)])
+def test_a_product_too_small_to_pay_for_copies_or_told_not_to_runs_where_it_lies(M, N, K, copy):
     launched = []
-    run = split_k.described(lambda *args: launched.append(args), _Xp)
-    shapes = ((333, 129), (129, 777), (333, 777))
-    A, B, C = (np.zeros(s, np.float32).view(_OnDevice) for s in shapes)
-    run(333, 777, 129, 1.0, A, B, 0.0, C)
-    assert launched[0][4] is A and launched[0][5] is B  # no copies: 100 FLOP a float moved
+    run = split_k.described(lambda *args: launched.append(args), _Xp, copy)
+    A, B, C = (np.zeros(s, np.float32).view(_OnDevice) for s in ((M, K), (K, N), (M, N)))
+    assert split_k.copies_pay(M, N, K) == (copy is False)  # 333x777x129: 100 FLOP a float
+    run(M, N, K, 1.0, A, B, 0.0, C)
+    assert launched[0][4] is A and launched[0][5] is B

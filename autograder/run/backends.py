@@ -179,37 +179,52 @@ def judged_launcher(spec: KernelSpec):
 def _layered(spec: KernelSpec, tune: bool, table: bool):
     """A tensor-core step's GEMM: its kernel in the layers of K split_k chooses, added up
     by the course's own reduction (kernels/09), on matrices TMA can describe; where
-    tuning is on, at small products the fastest of that, the kernel in one layer, and
-    step 09's FP32 GEMM (paths)."""
+    tuning is on, at small products the fastest of that, the kernel with smaller blocks
+    (registry.block_rows), in one layer, on padded copies or not, and step 09's FP32 GEMM
+    (paths)."""
     import cupy
 
     info = gpu.device_info()
     step09 = KernelSpec.from_step(registry.step("09"))
-    reduce, kernel = _gpu_kernel(step09), _gpu_kernel(spec)
-    made = {}
+    reduce = _gpu_kernel(step09)
+    step = registry.step_of_kernel(spec.filename, spec.name_expression)
+    rows = registry.block_rows(step)
 
-    def tensor(layers: int | None):  # None: split_k's rule
-        if layers not in made:
-            made[layers] = split_k.gemm(
-                spec.name_expression, kernel, reduce, cupy, spec.geometry.tile, info.sms,
-                one=layers == 1,
-            )  # fmt: skip
-        return made[layers]
+    def variant(height: int) -> KernelSpec:  # the spec's kernel, blocks `height` rows of C
+        shaped = step.with_params(BM=height)
+        return replace(spec, name_expression=shaped.name_expression, geometry=shaped.geometry)
 
+    @functools.cache
+    def kernel(height: int):
+        if height == rows[0]:
+            return _gpu_kernel(spec)
+        try:
+            return _gpu_kernel(variant(height))
+        except compiler.CompileError:  # a learner's kernel, written for its own blocks only
+            return None
+
+    @functools.cache
+    def tensor(height: int, layers: int | None, copy: bool | None):
+        launch = kernel(height)
+        if launch is None:
+            return None
+        shaped = variant(height)
+        return split_k.gemm(
+            shaped.name_expression, launch, reduce, cupy, shaped.geometry.tile, info.sms,
+            layers, copy,
+        )  # fmt: skip
+
+    def rule(M: int, N: int, K: int, height: int) -> int:
+        return split_k.layers(M, N, K, variant(height).geometry.tile, info.sms)
+
+    own = tensor(rows[0], None, None)
     if not (tune and autotune.enabled()):
-        return tensor(None)
+        return own
     fp32 = gpu_launcher(replace(step09, split_every_case=False), tune=tune, table=table)
     # The race's check of C allows the inputs' rounding (TF32's, in step 12).
     timer = functools.partial(shape_timer.gpu_timer, tolerance=1e-4 + 2 * spec.input_roundoff)
-    launch = paths.gemm(
-        spec.filename,
-        tensor,
-        fp32,
-        timer,
-        lambda M, N, K: split_k.layers(M, N, K, spec.geometry.tile, info.sms),
-        info.fp32_peak_gflops * 1e9,
-    )
-    launch.function = kernel.function
+    launch = paths.gemm(spec.filename, tensor, fp32, timer, rule, rows, info.fp32_peak_gflops * 1e9)
+    launch.function = own.function
     return launch
 
 

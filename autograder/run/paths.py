@@ -1,5 +1,6 @@
 """Which path a tensor-core step's GEMM (steps 12 and 13) takes at a shape: the tensor
-cores, in the layers of K split_k chooses or in one, or step 09's FP32 GEMM.
+cores, in blocks of the step's own height or smaller ones, in the layers of K split_k
+chooses or in one, on padded copies of A and B or not; or step 09's FP32 GEMM.
 
 At the smallest products the tensor cores cannot win: a block's start, its pipeline
 filling and draining, the layers' reduction are fixed costs that a few hundred
@@ -7,15 +8,20 @@ thousand multiply-adds do not pay for, and step 09's FP32 GEMM, which has fewer 
 them and is at least as accurate, runs sooner. Measured on an H200 (2026-11-29, GPU
 time): at 333x777x129 step 13 ran at 3,779 GFLOP/s and step 09 at 6,499; at 128^3 350
 and 561; at 300x200x50001 23,729 and 24,784; from 64x8192x4096 up the tensor cores won.
+And where C has few rows, most of a block of 256 lies outside it: step 12 ran
+64x8192x4096 at 58% of cuBLAS with TF32 in 256-row blocks, 87% in 128-row ones and 110%
+in 64-row ones, 128^3 at 60, 70 and 87%; but 4096^3 at 94, 72 and 41% (H200, 2026-11-29,
+GPU time, each height in the layers of K it ran fastest in).
 
 So the GEMM times its paths the first time it meets a shape, and runs the fastest at
 that shape from then on, as PyTorch's TunableOp does for each GEMM it is given (by
 shape, in memory: a shape costs its paths' few launches once). Only products whose
 arithmetic takes under RACE_S at the GPU's FP32 peak are timed: above it every shape
-measured went to the tensor cores by far. Where tuning is off (SGEMM_AUTOTUNE=0, or
-tune False: the profiler's runs, the accuracy scripts that measure the tensor cores),
-the tensor cores run in split_k's layers. `launch.path(M, N, K)` says which path ran,
-for bench's rows and the book's tables.
+measured went to the tensor cores by far, in the step's own blocks or within 5% of the
+fastest. Where tuning is off (SGEMM_AUTOTUNE=0, or tune False: the profiler's runs, the
+accuracy scripts that measure the tensor cores), the step's own blocks run in
+split_k's layers. `launch.path(M, N, K)` says which path ran, for bench's rows and the
+book's tables.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ import math
 import sys
 from collections.abc import Callable
 
+from . import split_k
 
 # The largest product whose paths are timed, in seconds of the GPU's FP32 peak: twice
 # that of the largest shape where step 09 came within 10% of step 13 on the H200
@@ -36,8 +43,15 @@ FP32 = "FP32: step 09"
 Paths = Callable[[int, int, int], dict[str, Callable]]
 
 
-def tensor_cores(layers: int) -> str:
-    return f"tensor cores, {layers} layer{'s' if layers > 1 else ''} of K"
+def tensor_cores(rows: int, layers: int, copied: bool = False) -> str:
+    return f"tensor cores, {rows}-row blocks, {layers} layer{'s' if layers > 1 else ''} of K" + (
+        ", on padded copies" if copied else ""
+    )
+
+
+def block_rows(path: str) -> int | None:
+    """The height of block a path of tensor_cores' names runs; None for step 09's."""
+    return int(path.split(", ")[1].split("-")[0]) if path != FP32 else None
 
 
 class Fastest:
@@ -86,22 +100,38 @@ class Fastest:
 
 def gemm(
     name: str,
-    tensor: Callable[[int | None], Callable],
+    tensor: Callable[[int, int | None, bool | None], Callable],
     fp32: Callable,
     timer,
-    rule: Callable[[int, int, int], int],
+    rule: Callable[[int, int, int, int], int],
+    rows: tuple[int, ...],
     peak_flops: float,
 ) -> Fastest:
-    """The tensor-core step's GEMM (name: its kernel file): tensor(layers) is its kernel
-    in that many layers of K (None: split_k's rule, `rule`), fp32 step 09's GEMM; timer
-    as Fastest's, None for no timing (the tensor cores in the rule's layers throughout)."""
+    """The tensor-core step's GEMM (name: its kernel file): tensor(rows, layers, copy) is its
+    kernel with blocks of that many rows of C, in that many layers of K (None: split_k's
+    rule, `rule(M, N, K, rows)`), on padded copies of A and B where TMA cannot describe
+    them as `copy` says (None: split_k.copies_pay), or None where the kernel does not
+    compile with such blocks (a learner's, written for its own); rows[0] is the step's own
+    height, the rest smaller ones; fp32 is step 09's GEMM; timer as Fastest's, None for no
+    timing (the step's own blocks in the rule's layers throughout).
+
+    At a small product every combination is timed: the blocks of each height in the rule's
+    layers and in one, on copies and not where TMA cannot describe A or B, and step 09."""
 
     @functools.lru_cache(maxsize=4096)  # a launch looks its shape's paths up, once
     def paths(M: int, N: int, K: int) -> dict[str, Callable]:
-        layers = rule(M, N, K)
-        ours = {tensor_cores(layers): tensor(None)}
+        own = rows[0]
+        copied = (K % 4 != 0 or N % 4 != 0) and split_k.copies_pay(M, N, K)
+        ours = {tensor_cores(own, rule(M, N, K, own), copied): tensor(own, None, None)}
         if timer is None or 2 * M * N * K > RACE_S * peak_flops:
             return ours
-        return ours | ({tensor_cores(1): tensor(1)} if layers > 1 else {}) | {FP32: fp32}
+        raced = {}
+        for height in rows:
+            for layers in dict.fromkeys((rule(M, N, K, height), 1)):
+                for copy in (False, True) if K % 4 or N % 4 else (False,):
+                    launch = tensor(height, layers, copy)
+                    if launch is not None:
+                        raced[tensor_cores(height, layers, copy)] = launch
+        return ours | raced | {FP32: fp32}
 
     return Fastest(name, paths, timer)

@@ -37,17 +37,21 @@ def layers(M: int, N: int, K: int, tile: tuple[int, int], sms: int) -> int:
     return max(1, min(sms // blocks, slices // MIN_SLICES))
 
 
-def gemm(name: str, kernel: Callable, reduce: Callable, xp, tile, sms: int, one: bool = False):
-    """launch(M, N, K, alpha, A, B, beta, C): the kernel `name` (launch(..., layers=S)) in
-    the layers `layers` chooses (in one, if `one`), the layers added up by `reduce` (step
-    09's course reduction), on matrices TMA can describe (described); xp: CuPy."""
+def gemm(
+    name: str, kernel: Callable, reduce: Callable, xp, tile, sms: int,
+    layers_of: int | None = None, copy: bool | None = None,
+):  # fmt: skip
+    """launch(M, N, K, alpha, A, B, beta, C): the kernel `name` (launch(..., layers=S)), a
+    block covering tile[0] x tile[1] of C, in `layers_of` layers of K (None: those `layers`
+    chooses), added up by `reduce` (step 09's course reduction), on copies of A and B that
+    TMA can describe as `copy` says (described); xp: CuPy."""
     layered = compose(
-        lambda M, N, K: Plan(name, 1 if one else layers(M, N, K, tile, sms)),
+        lambda M, N, K: Plan(name, layers_of or layers(M, N, K, tile, sms)),
         {name: kernel},
         reduce,
         lambda n: xp.empty(n, dtype=xp.float32),
     )
-    launch = described(layered, xp)
+    launch = described(layered, xp, copy)
     launch.function, launch.splits = kernel.function, layered.splits
     return launch
 
@@ -60,9 +64,17 @@ def gemm(name: str, kernel: Callable, reduce: Callable, xp, tile, sms: int, one:
 COPY_FLOP_PER_FLOAT = 1000
 
 
-def described(launch: Callable, xp) -> Callable:
+def copies_pay(M: int, N: int, K: int) -> bool:
+    """Whether copying A and B (and C, where N is rounded) costs less than the product gains
+    from them (COPY_FLOP_PER_FLOAT), where TMA cannot describe the rows as they lie."""
+    K4, N4 = -(-K // 4) * 4, -(-N // 4) * 4
+    moved = M * K4 + K4 * N4 + (2 * M * N4 if N4 != N else 0)
+    return 2 * M * N * K >= COPY_FLOP_PER_FLOAT * moved
+
+
+def described(launch: Callable, xp, copy: bool | None = None) -> Callable:
     """launch, on copies of A and B whose rows TMA can describe where theirs it cannot and
-    the product is large enough to pay for them (COPY_FLOP_PER_FLOAT).
+    `copy` is True, or None and the product is large enough to pay for them (copies_pay).
 
     TMA describes rows that start at 16-byte multiples; elsewhere the kernels copy A or B
     float by float, and ran 4095x4097x4093 at 0.98 times strict cuBLAS (step 13) where
@@ -73,8 +85,8 @@ def described(launch: Callable, xp) -> Callable:
     def run(M, N, K, alpha, A, B, beta, C):
         K4, N4 = -(-K // 4) * 4, -(-N // 4) * 4
         aligned = A.data.ptr % 16 == 0 and B.data.ptr % 16 == 0
-        moved = M * K4 + K4 * N4 + (2 * M * N4 if N4 != N else 0)
-        if ((K4, N4) == (K, N) and aligned) or 2 * M * N * K < COPY_FLOP_PER_FLOAT * moved:
+        wanted = copies_pay(M, N, K) if copy is None else copy
+        if ((K4, N4) == (K, N) and aligned) or not wanted:
             launch(M, N, K, alpha, A, B, beta, C)
             return
         A4 = xp.zeros((M, K4), dtype=xp.float32)

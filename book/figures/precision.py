@@ -12,6 +12,7 @@ from statistics import geometric_mean
 from IPython.display import Markdown
 
 from autograder.judge import checker
+from autograder.ladder import registry
 from autograder.measure import accuracy, bench
 from autograder.run import gpu, paths
 
@@ -46,8 +47,8 @@ def tensor_core_sweep_table(gpu: str = TENSOR_CORES_ON) -> Markdown:
     for shape in sorted(of["13"], key=math.prod):
         r12, r13, lib = (by[name, *shape] for name in (*_TENSOR_CORE_STEPS, bench.CUBLAS_TF32))
         lines.append(
-            f"| {'×'.join(map(str, shape))} | {r12.gflops:.0f}{_fp32(r12)} | {lib.gflops:.0f} "
-            f"| {100 * of['12'][shape]:.1f}% | {r13.gflops:.0f}{_fp32(r13)} "
+            f"| {'×'.join(map(str, shape))} | {r12.gflops:.0f}{_mark(r12)} | {lib.gflops:.0f} "
+            f"| {100 * of['12'][shape]:.1f}% | {r13.gflops:.0f}{_mark(r13)} "
             f"| {r13.cublas_gflops:.0f} | {of['13'][shape]:.2f}× |"
         )
     twelve, thirteen = of["12"].values(), of["13"].values()
@@ -60,12 +61,30 @@ def tensor_core_sweep_table(gpu: str = TENSOR_CORES_ON) -> Markdown:
         "\n".join(lines) + f"\n\n{_run_source(rows)} With `--sweep --outside`. Shapes of fewer "
         "blocks than SMs run in layers of K, large ones whose rows TMA cannot describe on "
         "zero-padded copies (`autograder/run/split_k.py`); \\* the tensor cores lost there "
-        "to step 09's FP32 kernels, which ran instead (`autograder/run/paths.py`)."
+        "to step 09's FP32 kernels, which ran instead, † blocks of fewer rows than the "
+        "step's own won there (`autograder/run/paths.py`)."
     )
 
 
-def _fp32(row: bench.Row) -> str:
-    return "\\*" if row.ran_fp32 else ""
+def _mark(row: bench.Row) -> str:
+    """A row's mark: \\* where step 09's FP32 GEMM ran, † where blocks of fewer rows than
+    the step's own did."""
+    return "\\*" if row.ran_fp32 else "†" if _smaller_blocks([row]) else ""
+
+
+def _smaller_blocks(rows: list[bench.Row]) -> list[bench.Row]:
+    return [
+        r
+        for r in rows
+        if not r.ran_fp32 and paths.block_rows(r.path) < registry.step(r.kernel).params["BM"]
+    ]
+
+
+def smaller_block_shapes(step: str, gpu: str = TENSOR_CORES_ON) -> list[tuple[int, int, int]]:
+    """The shapes of the committed sweep where step 12 or 13 ran blocks of fewer rows than
+    its own (paths)."""
+    ours = [r for r in tensor_core_sweep(gpu) if r.kernel == _kernel(step)]
+    return [(r.M, r.N, r.K) for r in _smaller_blocks(ours)]
 
 
 def race_us() -> float:
