@@ -107,6 +107,19 @@ def test_tma_describes_only_rows_that_start_at_16_byte_multiples():
     assert bytes(tensor_maps.NONE) == bytes(tensor_maps.MAP_BYTES)
 
 
+@pytest.mark.parametrize("K, rows_held", [(513, 513), (516, 513), (1, 1)])
+def test_b_s_map_never_describes_rows_past_its_end(K, rows_held, monkeypatch):
+    """A GEMM whose K was rounded up past B's rows (split_k.described) gets a map of the
+    rows B holds; TMA fills the rest with zeros."""
+    encoded = []
+    monkeypatch.setattr(tensor_maps, "encode", lambda *args: encoded.append(args))
+    matrix = lambda rows, cols: type("Array", (), {"size": rows * cols, "data": None})  # noqa: E731
+    A, B = matrix(64, K), matrix(rows_held, 96)
+    A.data = B.data = type("Memory", (), {"ptr": 4096})
+    tensor_maps.maps(64, 96, K, A, B, ((32, 64), (32, 32)))
+    assert encoded[1][1:3] == (rows_held, 96)
+
+
 @by_hopper
 def test_the_wgmma_steps_take_the_tma_contract_and_not_the_gemms(step):
     source = step.source()
@@ -129,7 +142,7 @@ def test_the_registry_knows_the_wgmma_kernels_tile_sizes(step):
     """The launch geometry and TMA boxes (registry) and the kernel agree on BM and BK, at
     every block height the GEMM may race (registry.block_rows)."""
     source = step.source()
-    assert f"template <int BM, int BN, int STAGES>\n__global__" in source
+    assert "template <int BM, int BN, int STAGES>\n__global__" in source
     assert f"constexpr int BK = {registry.WGMMA_BK};" in source
     rows = registry.block_rows(step)
     assert rows[0] == step.params["BM"] and rows[-1] == 64

@@ -78,9 +78,11 @@ def described(launch: Callable, xp, copy: bool | None = None) -> Callable:
 
     TMA describes rows that start at 16-byte multiples; elsewhere the kernels copy A or B
     float by float, and ran 4095x4097x4093 at 0.98 times strict cuBLAS (step 13) where
-    4096^3 ran at 1.62 (H200). So A and B are copied, K and N rounded up to multiples of
-    4 with zeros (the terms added are 0), and C through a copy N4 wide where N was
-    rounded."""
+    4096^3 ran at 1.62 (H200). So K and N are rounded up to multiples of 4: A is copied
+    with zeros in its new columns (the terms added are 0), B with zeros in its new rows
+    where N was rounded or its rows lie off 16 bytes (else TMA reads its K rows and fills
+    the rest with zeros itself, tensor_maps.maps), and C goes through a copy N4 wide where
+    N was rounded."""
 
     def run(M, N, K, alpha, A, B, beta, C):
         K4, N4 = -(-K // 4) * 4, -(-N // 4) * 4
@@ -89,15 +91,24 @@ def described(launch: Callable, xp, copy: bool | None = None) -> Callable:
         if ((K4, N4) == (K, N) and aligned) or not wanted:
             launch(M, N, K, alpha, A, B, beta, C)
             return
-        A4 = xp.zeros((M, K4), dtype=xp.float32)
-        A4[:, :K] = A.reshape(M, K)
-        B4 = xp.zeros((K4, N4), dtype=xp.float32)
-        B4[:K, :N] = B.reshape(K, N)
-        C4 = C.reshape(M, N) if N4 == N else xp.zeros((M, N4), dtype=xp.float32)
-        if N4 != N and beta != 0:
+        A4 = _padded(xp, A, (M, K), (M, K4))
+        B4 = B if N4 == N and B.data.ptr % 16 == 0 else _padded(xp, B, (K, N), (K4, N4))
+        if N4 == N:
+            launch(M, N, K4, alpha, A4, B4, beta, C)
+            return
+        C4 = xp.empty((M, N4), dtype=xp.float32)
+        if beta != 0:
             C4[:, :N] = C.reshape(M, N)
         launch(M, N4, K4, alpha, A4, B4, beta, C4)
-        if N4 != N:
-            C.reshape(M, N)[...] = C4[:, :N]
+        C.reshape(M, N)[...] = C4[:, :N]
 
     return run
+
+
+def _padded(xp, X, shape: tuple[int, int], padded: tuple[int, int]):
+    """A copy of X (shape) in a matrix of `padded` shape, zeros around it."""
+    (rows, cols), out = shape, xp.empty(padded, dtype=xp.float32)
+    out[:rows, :cols] = X.reshape(rows, cols)
+    out[rows:, :] = 0
+    out[:rows, cols:] = 0
+    return out
