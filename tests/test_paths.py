@@ -122,3 +122,10 @@ def test_a_shape_the_rule_runs_in_one_layer_is_not_timed_in_one_twice():
     runs = _Runs({})
     _gemm(runs, rule_layers=1).path(*SMALL)
     assert sorted(name for _, name in runs.timed) == sorted(_raced(layers=(1,)))
+
+
+def test_a_path_s_name_says_its_block_height_back():
+    """The book reads the height back from the names bench writes (paths.block_rows)."""
+    for rows, layers, copied in itertools.product(ROWS, (1, 2, 66), (False, True)):
+        assert paths.block_rows(paths.tensor_cores(rows, layers, copied)) == rows
+    assert paths.block_rows(paths.FP32) is None

@@ -78,9 +78,9 @@ class Fastest:
         if not self._time:
             self._time.append(self.timer(self._launch_of))
             print(
-                f"{self.name}: timing the tensor cores against step 09's FP32 GEMM at "
-                "each new shape small enough for it, once (SGEMM_AUTOTUNE=0: the tensor "
-                "cores always)",
+                f"{self.name}: timing the tensor cores' blocks of each height against "
+                "step 09's FP32 GEMM at each new shape small enough for it, once "
+                "(SGEMM_AUTOTUNE=0: the step's own blocks always)",
                 file=sys.stderr,
                 flush=True,
             )
