@@ -80,6 +80,15 @@ def _smaller_blocks(rows: list[bench.Row]) -> list[bench.Row]:
     ]
 
 
+def path_of(step: str, shape: tuple[int, int, int], gpu: str = TENSOR_CORES_ON) -> str:
+    """What ran step 12 or 13 at a shape of the committed sweep, in the words bench
+    recorded ('tensor cores, 128-row blocks, 22 layers of K, on padded copies')."""
+    (row,) = [
+        r for r in tensor_core_sweep(gpu) if r.kernel == _kernel(step) and (r.M, r.N, r.K) == shape
+    ]
+    return row.path
+
+
 def smaller_block_shapes(step: str, gpu: str = TENSOR_CORES_ON) -> list[tuple[int, int, int]]:
     """The shapes of the committed sweep where step 12 or 13 ran blocks of fewer rows than
     its own (paths)."""
@@ -144,7 +153,7 @@ def accumulator_table(gpu: str = TENSOR_CORES_ON) -> Markdown:
         lines.append(f"| {place} | " + " | ".join(cell[k, place] for k in kernels) + " |")
     first = rows[0]
     return Markdown(
-        "\n".join(lines) + f"\n\nEach term exact in TF32 and FP32, B all ones; \"bits\": the "
+        "\n".join(lines) + f'\n\nEach term exact in TF32 and FP32, B all ones; "bits": the '
         "largest e for which 1 + 2⁻ᵉ came out exactly (FP32 keeps 23); the rounding from "
         "1 + 1.75·2⁻²³ and 1 − 2⁻²⁵. "
         f"{first.gpu}, {first.date}, CUDA {first.cuda} (`book/tf32_accumulator.py`)."
