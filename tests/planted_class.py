@@ -125,13 +125,16 @@ def write_class(root: Path) -> dict[str, tuple[int, int, int]]:
 def write_large_class(root: Path, students: int, timing_variants: bool = False) -> None:
     """`students` .cu submissions cycling through the kinds, for throughput runs
     (mostly correct, as a real class is: a hang costs its time limit), or through
-    the correct kernels of several speeds, for measuring the speed verdict's stability."""
+    the correct kernels of several speeds, for measuring the speed verdict's stability.
+    Every source differs (a comment naming its student), as a class's do: a source seen
+    before is not compiled again (CuPy's cache), which would flatter a throughput."""
     mix = ["correct"] * 6 + ["wrong_bound", "slow", "compile_error", "writes_outside_c"]
     if timing_variants:
         mix = ["correct", "slow", *TIMING_VARIANTS]
     root.mkdir(parents=True, exist_ok=True)
     for i, kind in zip(range(students), itertools.cycle(mix)):
-        (root / f"s{i:03d}_{kind}.cu").write_text(kernel_source(kind))
+        name = f"s{i:03d}_{kind}"
+        (root / f"{name}.cu").write_text(f"// {name}\n" + kernel_source(kind))
 
 
 # The class report's mistakes: (line of the step's kernel, rule, the expression before,

@@ -496,6 +496,14 @@ def test_gpus_all_runs_workers_on_every_gpu_each_on_its_own_device(tmp_path, mon
     assert per_gpu == {"0": 2, "1": 2}, devices
 
 
+def test_a_large_class_for_throughput_runs_has_a_different_source_for_every_student(tmp_path):
+    """A source seen before is not compiled again: a class of copies would flatter the
+    throughput the README quotes for sources that all differ."""
+    write_large_class(tmp_path / "class", 40)
+    sources = [p.read_text() for p in sorted((tmp_path / "class").glob("*.cu"))]
+    assert len(sources) == 40 and len(set(sources)) == 40
+
+
 def test_workers_per_gpu_follow_the_cores_this_process_may_use(monkeypatch):
     from autograder.grade import batch
 
