@@ -191,16 +191,18 @@ def _layered(spec: KernelSpec, tune: bool, table: bool):
     rows = registry.block_rows(step)
 
     def variant(height: int) -> KernelSpec:  # the spec's kernel, blocks `height` rows of C
+        if height == rows[0]:
+            return spec
         shaped = step.with_params(BM=height)
         return replace(spec, name_expression=shaped.name_expression, geometry=shaped.geometry)
 
     @functools.cache
     def kernel(height: int):
-        if height == rows[0]:
-            return _gpu_kernel(spec)
         try:
             return _gpu_kernel(variant(height))
         except compiler.CompileError:  # a learner's kernel, written for its own blocks only
+            if height == rows[0]:
+                raise
             return None
 
     @functools.cache
