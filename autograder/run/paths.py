@@ -121,14 +121,15 @@ def gemm(
     @functools.lru_cache(maxsize=4096)  # a launch looks its shape's paths up, once
     def paths(M: int, N: int, K: int) -> dict[str, Callable]:
         own = rows[0]
-        copied = (K % 4 != 0 or N % 4 != 0) and split_k.copies_pay(M, N, K)
+        odd = split_k.rounded(N, K) != (N, K)  # rows TMA cannot describe: copies raced
+        copied = odd and split_k.copies_pay(M, N, K)
         ours = {tensor_cores(own, rule(M, N, K, own), copied): tensor(own, None, None)}
         if timer is None or 2 * M * N * K > RACE_S * peak_flops:
             return ours
         raced = {}
         for height in rows:
             for layers in dict.fromkeys((rule(M, N, K, height), 1)):
-                for copy in (False, True) if K % 4 or N % 4 else (False,):
+                for copy in (False, True) if odd else (False,):
                     launch = tensor(height, layers, copy)
                     if launch is not None:
                         raced[tensor_cores(height, layers, copy)] = launch

@@ -64,10 +64,16 @@ def gemm(
 COPY_FLOP_PER_FLOAT = 1000
 
 
+def rounded(N: int, K: int) -> tuple[int, int]:
+    """N and K rounded up to multiples of 4: rows of whole 16-byte pieces, which TMA can
+    describe (where the matrix starts at one)."""
+    return -(-N // 4) * 4, -(-K // 4) * 4
+
+
 def copies_pay(M: int, N: int, K: int) -> bool:
     """Whether copying A and B (and C, where N is rounded) costs less than the product gains
     from them (COPY_FLOP_PER_FLOAT), where TMA cannot describe the rows as they lie."""
-    K4, N4 = -(-K // 4) * 4, -(-N // 4) * 4
+    N4, K4 = rounded(N, K)
     moved = M * K4 + K4 * N4 + (2 * M * N4 if N4 != N else 0)
     return 2 * M * N * K >= COPY_FLOP_PER_FLOAT * moved
 
@@ -85,7 +91,7 @@ def described(launch: Callable, xp, copy: bool | None = None) -> Callable:
     N was rounded."""
 
     def run(M, N, K, alpha, A, B, beta, C):
-        K4, N4 = -(-K // 4) * 4, -(-N // 4) * 4
+        N4, K4 = rounded(N, K)
         aligned = A.data.ptr % 16 == 0 and B.data.ptr % 16 == 0
         wanted = copies_pay(M, N, K) if copy is None else copy
         if ((K4, N4) == (K, N) and aligned) or not wanted:
