@@ -336,3 +336,36 @@ def test_a_c_of_few_tiles_runs_in_layers_of_k_that_add_up_to_the_product(step):
     scale = np.abs(A).astype(np.float64) @ np.abs(B).astype(np.float64)
     r = step.input_roundoff
     assert (np.abs(C.get() - exact) <= (checker.tolerance_factor(K) + 2 * r + r * r) * scale).all()
+
+
+@pytest.mark.gpu
+@by_hopper
+@pytest.mark.parametrize("M, K", [(1, 1), (2, 3), (3, 5), (5, 513), (257, 130), (64, 4)])
+def test_the_kernel_reads_a_wherever_it_starts_and_whatever_k_is(step, M, K):
+    """The kernel itself (no copies, no layers) reads A by TMA where its rows start at
+    16-byte multiples and float by float where they do not: A lies 0 to 3 floats past a
+    16-byte boundary amid NaNs, which reach C only if a copy reaches past A, with K odd
+    and even and M under a block's 4 warps; rows of C past M stay as they were."""
+    if reason := _newer_gpu_than(step):
+        pytest.skip(reason)
+    import cupy
+
+    from autograder.run.backends import gpu_launcher
+
+    N = 96
+    launch = gpu_launcher(KernelSpec.from_step(step), layered=False)
+    rng = np.random.default_rng(M * K)
+    A, B = (rng.standard_normal(s, dtype=np.float32) for s in ((M, K), (K, N)))
+    exact = A.astype(np.float64) @ B.astype(np.float64)
+    scale = np.abs(A).astype(np.float64) @ np.abs(B).astype(np.float64)
+    r = step.input_roundoff
+    bound = (checker.tolerance_factor(K) + 2 * r + r * r) * scale
+    for start in range(4):
+        buffer = cupy.full(M * K + 64, cupy.nan, dtype=cupy.float32)
+        a = buffer[32 + start : 32 + start + M * K]
+        a[...] = cupy.asarray(A.ravel())
+        C = cupy.full((M + 4, N), 7.0, dtype=cupy.float32)  # rows past M: never written
+        launch(M, N, K, 1.0, a, cupy.asarray(B), 0.0, C[:M])
+        got = C.get()
+        assert (np.abs(got[:M] - exact) <= bound).all(), f"A {start} floats past 16 bytes"
+        assert (got[M:] == 7.0).all()

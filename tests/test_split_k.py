@@ -89,3 +89,32 @@ def test_a_product_too_small_to_pay_for_copies_or_told_not_to_runs_where_it_lies
     assert split_k.copies_pay(M, N, K) == (copy is False)  # 333x777x129: 100 FLOP a float
     run(M, N, K, 1.0, A, B, 0.0, C)
     assert launched[0][4] is A and launched[0][5] is B
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(
+    "shape, padded",
+    [
+        ((300, 50001), (300, 50004)),
+        ((513, 777), (516, 780)),
+        ((1, 1), (1, 4)),
+        ((7, 8), (8, 8)),
+        ((5, 3), (5, 4)),
+    ],
+)
+def test_a_padded_copy_on_the_gpu_is_the_matrix_with_zeros_around_it(shape, padded):
+    """CuPy's copy (split_k._PAD, one launch) holds what the slices' copy holds: X, and
+    zeros in every new row and column, never what the fresh memory held."""
+    from autograder.run import gpu
+
+    if reason := gpu.unavailable_reason():
+        pytest.skip(reason)
+    import cupy
+
+    X = cupy.asarray(np.random.default_rng(0).standard_normal(shape).astype(np.float32))
+    cupy.get_default_memory_pool().free_all_blocks()
+    cupy.full(padded, cupy.nan, cupy.float32)  # the copy's memory, freed, held NaN
+    copy = split_k._padded(cupy, X, shape, padded).get()
+    expected = np.zeros(padded, np.float32)
+    expected[: shape[0], : shape[1]] = X.get()
+    np.testing.assert_array_equal(copy, expected)
