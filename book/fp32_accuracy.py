@@ -4,8 +4,9 @@ Step 13's kernel, and 13 without promotion (its ablation's variant), beside
 strict FP32 (cuBLAS and 08's kernel, on the FP32 lanes) and TF32 (cuBLAS with
 TF32 and 12's kernel, on the tensor cores), each against a float64 product at
 M = N = 4096 and K = 4096 (or another K), and the exact sum of the three
-products of the split inputs (what 13 would give if the tensor cores added
-exactly), on four kinds of input: standard normal; magnitudes spread over
+products of the inputs split as they are (what 13 would give if the tensor
+cores added exactly and it did not scale its slices first), on four kinds of
+input: standard normal; magnitudes spread over
 twelve decades (an ill-conditioned mix, where a few terms dominate each sum); A
 so small (about 2^-120) that the small parts of its split fall below FP32's
 smallest normal number, 2^-126, where a TF32 value keeps fewer than its 11
@@ -63,9 +64,10 @@ INPUTS = {
 
 
 def split_exact_sum(A, B):
-    """The three products of the split inputs, summed in float64. The split is made
-    on the host: CuPy's elementwise kernels flush subnormal results to zero, and
-    would lose the small parts of A near 2^-120 that the kernel keeps."""
+    """The three products of the inputs split as they are (unscaled: kernels/13 scales
+    each slice by a power of two first), summed in float64. The split is made on the
+    host: CuPy's elementwise kernels flush subnormal results to zero, and would lose
+    even the bits of A's small parts near 2^-131 that a subnormal TF32 value keeps."""
     (a, a_small), (b, b_small) = (accuracy.split(x) for x in (A.get(), B.get()))
     f64 = [cupy.asarray(m, dtype=cupy.float64) for m in (a, a_small, b, b_small)]
     return f64[0] @ f64[3] + f64[1] @ f64[2] + f64[0] @ f64[2]
@@ -94,7 +96,7 @@ RESULTS = {
     "12_wgmma_tf32 (TF32)": lambda A, B: kernel(step("12"), A, B),
     "13_wgmma_3xtf32 (3xTF32)": lambda A, B: kernel(step("13"), A, B),
     "13 without promotion": lambda A, B: kernel(ablation.spec(UNPROMOTED), A, B),
-    "3xTF32 split, exact sum": split_exact_sum,
+    "3xTF32 split unscaled, exact sum": split_exact_sum,
 }
 
 info = gpu.device_info()

@@ -26,13 +26,19 @@
 // FP8. Two sets of accumulators need twice the registers, so a block covers
 // 128 rows of C at most (wgmma's N = 128), where step 12's covers 256.
 //
+// A small part under 2^-126 is a subnormal float, which TF32 keeps to fewer
+// bits: so each slice is scaled by powers of two before it is split, and its
+// sums scaled back as they are promoted (scale_shift), which keeps inputs
+// near either end of the float range as accurate as FP32 keeps them.
+//
 // What changes from step 12 (the chapter shows the difference line by line):
 // the producer warpgroup, idle between its copies, splits each slice of A
-// once it has landed: the big parts in place, the small ones into a buffer
-// beside it (another barrier, ready[s], says when); the consumers split B's
-// fragments as they load them, issue three wgmmas where step 12 issued one,
-// and promote each slice's sums. A slice takes 48 KB of shared memory: A, its
-// small parts and B.
+// once it has landed, each warp its own quarter of the rows, scaled by their
+// own power of two: the big parts in place, the small ones into a buffer
+// beside it (another barrier, ready[s], says when); the consumers scale and
+// split B's fragments as they load them, issue three wgmmas where step 12
+// issued one, and promote each slice's sums, scaled back. A slice takes 48 KB
+// of shared memory: A, its small parts and B.
 //
 // Written for NVRTC without CUDA headers: every Hopper instruction is stated
 // in PTX, each in a helper of a few lines; the tensor maps come from the host
@@ -129,6 +135,26 @@ __device__ __forceinline__ void split(float x, unsigned& big, unsigned& small) {
   small = to_tf32(x - rounded);
 }
 // [docs:split-end]
+
+// [docs:scale]
+// A slice's numbers are scaled by a power of two, 2^shift, that brings the
+// largest of them (top) to [1, 2) before they are split, and its sums scaled
+// back as they are promoted: exact both ways. Without it, the small part of a
+// number under 2^-115 is a subnormal float, which TF32 keeps to fewer bits
+// (or none), and 3xTF32 loses what FP32 keeps. |shift| <= 63, so that the
+// two shifts of a product undo in one multiply (pow2 of at most 126). Zeros,
+// infinities and NaN are not scaled: they pass through as they would in FP32.
+__device__ __forceinline__ int scale_shift(float top) {
+  const int biased = (__float_as_uint(top) >> 23) & 0xFF;  // top >= 0
+  return biased == 255 || top == 0.0f ? 0 : max(-63, min(63, 127 - biased));
+}
+__device__ __forceinline__ float pow2(int e) {  // 2^e for |e| <= 126
+  return __uint_as_float(static_cast<unsigned>(e + 127) << 23);
+}
+__device__ __forceinline__ float largest4(float4 x) {  // the largest magnitude of four
+  return fmaxf(fmaxf(fabsf(x.x), fabsf(x.y)), fmaxf(fabsf(x.z), fabsf(x.w)));
+}
+// [docs:scale-end]
 __device__ __forceinline__ void wgmma_fence() {
   asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 }
@@ -225,6 +251,9 @@ sgemm_wgmma_3xtf32(int M, int N, int K, float alpha, const float* A, const float
   float* const Bs = tiles + 2 * STAGES * A_FLOATS;   // Bs[s]: BN / 32 boxes of BK rows x 32
   // ready[s]: the producer's threads have split slice s of A (one arrival each).
   __shared__ unsigned long long full[STAGES], ready[STAGES], empty[STAGES];
+  // shiftA[s][w]: the power of two the rows of slice s of A that producer
+  // warp w split were scaled by (scale_shift): rows w BM / 4 to (w + 1) BM / 4.
+  __shared__ __align__(16) int shiftA[STAGES][4];
 
   const int blockRow = blockIdx.y * BM;
   const int blockCol = blockIdx.x * BN;
@@ -259,7 +288,8 @@ sgemm_wgmma_3xtf32(int M, int N, int K, float alpha, const float* A, const float
   // [docs:producer]
   if (warpgroup == 0) {
     // The producer needs few registers: give the rest to the consumers.
-    asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
+    // (64: a warp holds its rows of a slice of A, 32 floats a thread.)
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 64;\n");
     const int p = threadIdx.x;  // 0..127
     // Slices are split LAG slices after their copies start, so that LAG + 1
     // are on their way at once: STAGES - 2, since the copy of slice t waits
@@ -281,19 +311,36 @@ sgemm_wgmma_3xtf32(int M, int N, int K, float alpha, const float* A, const float
         bar_arrive(&full[s]);
       }
       bar_wait(&full[s], (u / STAGES) & 1);
-      float4* const big = reinterpret_cast<float4*>(As + s * A_FLOATS);
-      float4* const small = reinterpret_cast<float4*>(AsSmall + s * A_FLOATS);
-      for (int i = p; i < A_FLOATS / 4; i += 128) {
-        const float4 x = big[i];
+      // Warp w splits rows w BM / 4 on (a swizzled row is 128 contiguous
+      // bytes): it holds them in registers, finds their largest magnitude
+      // across its lanes, and scales them by their own power of two.
+      constexpr int QUADS = BM / 4 * BK / 4 / 32;  // float4s per lane
+      const int w = p / 32, lane = p % 32;
+      float4* const big = reinterpret_cast<float4*>(As + s * A_FLOATS) + w * QUADS * 32;
+      float4* const small = reinterpret_cast<float4*>(AsSmall + s * A_FLOATS) + w * QUADS * 32;
+      float4 x[QUADS];
+      float top = 0.0f;
+#pragma unroll
+      for (int i = 0; i < QUADS; ++i) {
+        x[i] = big[lane + 32 * i];
+        top = fmaxf(top, largest4(x[i]));
+      }
+      for (int lanes = 16; lanes > 0; lanes /= 2)
+        top = fmaxf(top, __shfl_xor_sync(0xffffffffu, top, lanes));
+      const int shift = scale_shift(top);
+      const float scale = pow2(shift);
+      if (lane == 0) shiftA[s][w] = shift;
+#pragma unroll
+      for (int i = 0; i < QUADS; ++i) {
         unsigned b[4], l[4];
-        split(x.x, b[0], l[0]);
-        split(x.y, b[1], l[1]);
-        split(x.z, b[2], l[2]);
-        split(x.w, b[3], l[3]);
-        big[i] = make_float4(__uint_as_float(b[0]), __uint_as_float(b[1]),
-                             __uint_as_float(b[2]), __uint_as_float(b[3]));
-        small[i] = make_float4(__uint_as_float(l[0]), __uint_as_float(l[1]),
-                               __uint_as_float(l[2]), __uint_as_float(l[3]));
+        split(scale * x[i].x, b[0], l[0]);
+        split(scale * x[i].y, b[1], l[1]);
+        split(scale * x[i].z, b[2], l[2]);
+        split(scale * x[i].w, b[3], l[3]);
+        big[lane + 32 * i] = make_float4(__uint_as_float(b[0]), __uint_as_float(b[1]),
+                                         __uint_as_float(b[2]), __uint_as_float(b[3]));
+        small[lane + 32 * i] = make_float4(__uint_as_float(l[0]), __uint_as_float(l[1]),
+                                           __uint_as_float(l[2]), __uint_as_float(l[3]));
       }
       // These stores are the generic proxy's; wgmma reads through the async one.
       asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
@@ -355,7 +402,7 @@ sgemm_wgmma_3xtf32(int M, int N, int K, float alpha, const float* A, const float
   // [docs:producer-end]
 
   // [docs:consumer]
-  asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 216;\n");
   const int consumer = warpgroup - 1;   // which 64 columns of the block tile
   const int warp = threadIdx.x / 32 % 4;  // warp within the warpgroup
   const int lane = threadIdx.x % 32;
@@ -385,9 +432,9 @@ sgemm_wgmma_3xtf32(int M, int N, int K, float alpha, const float* A, const float
     const float* const as = As + s * A_FLOATS;
     const float* const asSmall = AsSmall + s * A_FLOATS;
     const float* const bs = Bs + s * B_FLOATS;
-    // B^T's fragments for the slice: big[kk] and small[kk] hold rows (g, g + 8)
-    // x columns (q, q + 4) of its kk-th 64 x 8 piece, split.
-    unsigned big[BK / 8][4], small[BK / 8][4];
+    // B^T's fragments for the slice: x[kk] holds rows (g, g + 8) x columns
+    // (q, q + 4) of its kk-th 64 x 8 piece; big[kk] and small[kk], split.
+    float x[BK / 8][4];
 #pragma unroll
     for (int kk = 0; kk < BK / 8; ++kk) {
 #pragma unroll
@@ -395,8 +442,30 @@ sgemm_wgmma_3xtf32(int M, int N, int K, float alpha, const float* A, const float
         const int j = 2 * warp + (i & 1);
         const int n = 64 * consumer + column(j, g);  // column of the block tile
         const int k = 8 * kk + q + 4 * (i >> 1);
-        split(bs[n / 32 * BK * 32 + swizzled(k, n % 32)], big[kk][i], small[kk][i]);
+        x[kk][i] = bs[n / 32 * BK * 32 + swizzled(k, n % 32)];
       }
+    }
+    // Each of this thread's two rows of B^T (columns of C, i & 1) is scaled
+    // by its own power of two: its slice lies in the 4 lanes that share g.
+    // (Both shifts are kept in one register, 8 bits each, while the wgmmas run:
+    // two more would spill.)
+    int shiftB[2], shifts = 0;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      float top = 0.0f;
+#pragma unroll
+      for (int kk = 0; kk < BK / 8; ++kk)
+        top = fmaxf(top, fmaxf(fabsf(x[kk][h]), fabsf(x[kk][h + 2])));
+      top = fmaxf(top, __shfl_xor_sync(0xffffffffu, top, 1));
+      top = fmaxf(top, __shfl_xor_sync(0xffffffffu, top, 2));
+      shiftB[h] = scale_shift(top);
+      shifts |= (shiftB[h] + 128) << (8 * h);
+    }
+    unsigned big[BK / 8][4], small[BK / 8][4];
+#pragma unroll
+    for (int kk = 0; kk < BK / 8; ++kk) {
+#pragma unroll
+      for (int i = 0; i < 4; ++i) split(pow2(shiftB[i & 1]) * x[kk][i], big[kk][i], small[kk][i]);
     }
     wgmma_fence();
     // [docs:products]
@@ -421,14 +490,28 @@ sgemm_wgmma_3xtf32(int M, int N, int K, float alpha, const float* A, const float
     // wgmmas, warning C7513, and ran slower.) The other consumer warpgroup's
     // wgmmas keep the tensor cores busy meanwhile.
     wgmma_wait<0>();
-    // Every thread says it is done with the buffer: one arrival per warp after
-    // a __syncwarp would do as well, but compute-sanitizer's racecheck cannot
-    // see that the warp's loads come before it, and reports a race.
+    // A's scale is read before the buffer is released: the producer's next
+    // slice in it writes its own. Every thread says it is done with the
+    // buffer: one arrival per warp after a __syncwarp would do as well, but
+    // compute-sanitizer's racecheck cannot see that the warp's loads come
+    // before it, and reports a race.
+    const int4 shift = *reinterpret_cast<const int4*>(shiftA[s]);
     bar_arrive(&empty[s]);
     // [docs:promote]
-    // Promotion: the slice's sums join the running sums in FP32.
+    // Promotion: the slice's sums, scaled back, join the running sums in FP32:
+    // part * unscale is exact, so this rounds as acc[i] + the product's own sum
+    // would. acc[i] is row (i >> 1) & 1 of this thread's two of B^T, and row
+    // 8 (i / 4) + ... of the block tile, split by producer warp 32 (i / 4) / BM.
+    const int rowShifts[4] = {shift.x, shift.y, shift.z, shift.w};
+    float unscale[2][4];
 #pragma unroll
-    for (int i = 0; i < BM / 2; ++i) acc[i] += part[i];
+    for (int w = 0; w < 4; ++w) {
+      unscale[0][w] = pow2(-rowShifts[w] - (shifts & 0xFF) + 128);
+      unscale[1][w] = pow2(-rowShifts[w] - (shifts >> 8) + 128);
+    }
+#pragma unroll
+    for (int i = 0; i < BM / 2; ++i)
+      acc[i] = fmaf(part[i], unscale[(i >> 1) & 1][32 * (i / 4) / BM], acc[i]);
     // [docs:promote-end]
   }
   // [docs:consumer-end]

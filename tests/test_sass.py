@@ -94,13 +94,13 @@ def test_the_3xtf32_step_issues_three_wgmmas_where_step_12_issues_one(rows):
     """Step 13 on sm_90a, with blocks of each height it races: per 8 of k, big x small,
     small x big and big x big, each over the block's rows; the same TMA copies as step 12
     (the small parts are made in shared memory); a slice's sums promoted into FP32
-    registers by the FP32 lanes (an FADD for each of a thread's rows / 2 accumulators, one
-    warpgroup-wide wait a slice)."""
+    registers by the FP32 lanes (an FFMA, which also scales the sum back, for each of a
+    thread's rows / 2 accumulators, one warpgroup-wide wait a slice)."""
     step = registry.step("13").with_params(BM=rows)
     e = sass.evidence(step, "sm_90a")
     assert e.k_per_iteration == registry.WGMMA_BK
     assert e.loop.opcodes[f"HGMMA.64x{rows}x8.F32.TF32"] == 3 * registry.WGMMA_BK // 8, e.table()
-    assert e.loop.opcodes["FADD"] >= rows // 2, e.table()
+    assert e.loop.opcodes["FFMA"] >= rows // 2, e.table()
     assert e.loop.opcodes["WARPGROUP.DEPBAR.LE"] == 1, e.table()
     assert e.loop.counts["UTMALDG"] == 1 + step.params["BN"] // 32, e.table()
     assert e.math_name == "HGMMA"

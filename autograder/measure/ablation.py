@@ -34,6 +34,12 @@ class Variant:
         return f"{self.step} without {self.trick}"
 
 
+# Step 13 without its slices' powers of two: every shift 0 (kernels/13's scale_shift).
+_UNSCALED = (
+    "return biased == 255 || top == 0.0f ? 0 : max(-63, min(63, 127 - biased));",
+    "return 0;",
+)
+
 VARIANTS = (
     Variant(
         "the next slice's loads spread over the slice (all issued at its first k)",
@@ -113,10 +119,16 @@ VARIANTS = (
                 "wgmma_64xNx8<BM, true>(part, small[0], descriptor(as));",
             ),
             (
-                "for (int i = 0; i < BM / 2; ++i) acc[i] += part[i];",
-                "for (int i = 0; i < BM / 2; ++i) acc[i] = part[i];",
+                "acc[i] = fmaf(part[i], unscale[(i >> 1) & 1][32 * (i / 4) / BM], acc[i]);",
+                "acc[i] = part[i];",
             ),
+            _UNSCALED,  # one sum over all of K: every slice scaled alike
         ),
+        step="13",
+    ),
+    Variant(
+        "scaling each slice by a power of two (small parts of numbers near 2^-126 subnormal)",
+        (_UNSCALED,),
         step="13",
     ),
     Variant(

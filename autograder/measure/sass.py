@@ -77,6 +77,10 @@ CLASSES = (
 # What multiplies: FP32 lanes, a warp's tensor-core instruction (mma.sync), a
 # warpgroup's (wgmma, whose SASS name is HGMMA).
 MATH = ("FFMA", "HMMA", "HGMMA")
+# Multiply-adds one warp's instruction of each class does, at the least: an FFMA one a
+# lane; the smallest TF32 mma.sync (m16n8k4) and wgmma (m64n8k8, a quarter a warp) more
+# than an FFMA's 32 tenfold. A loop's math is the class that does most of its work.
+MACS_PER_WARP = {"FFMA": 32, "HMMA": 16 * 8 * 4, "HGMMA": 64 * 8 * 8 // 4}
 SHARED_LOADS = ("LDS", "LDS.64", "LDS.128", "LDSM")
 GLOBAL_LOADS = ("LDG", "LDG.64", "LDG.128")
 # The wheel that ships nvdisasm (version 13 puts it in nvidia/cu13/bin/, 12 elsewhere:
@@ -262,9 +266,9 @@ class Loop:
 
     @property
     def math_name(self) -> str:
-        """The class of MATH the loop does most of (the tensor cores' on a tie: an FFMA
-        beside a wgmma is the epilogue's, not the product's)."""
-        return max(MATH, key=lambda kind: (self.counts[kind], MATH.index(kind)))
+        """The class of MATH that does most of the loop's multiply-adds (MACS_PER_WARP):
+        FFMAs beside a wgmma (step 13's promotion) are not its product."""
+        return max(MATH, key=lambda k: (self.counts[k] * MACS_PER_WARP[k], MATH.index(k)))
 
 
 _IMMEDIATE = re.compile(r"^-?0x[0-9a-fA-F]+$|^-?\d+$")
