@@ -356,8 +356,7 @@ def test_the_probe_shows_what_chapter_13_says_of_the_tensor_cores_additions():
 def test_the_tensor_core_chapters_words_hold_for_the_committed_sweep():
     """Step 13 short of strict cuBLAS at the smallest products and of twice its speed at
     large ones; step 12 close to cuBLAS's TF32 speed from 2048³ up and where K is long,
-    past it where TMA cannot describe the rows, and well short of it at the smallest
-    (chapters 12 and 13)."""
+    and past it where TMA cannot describe the rows (chapters 12 and 13)."""
     ratios = figures.tensor_core_ratios()
     assert len(ratios["13"]) >= 12 and ratios["12"].keys() == ratios["13"].keys()
     big = [s for s in ratios["13"] if min(s) >= 1024]
@@ -366,7 +365,6 @@ def test_the_tensor_core_chapters_words_hold_for_the_committed_sweep():
     for shape in [(2048, 2048, 2048), (4096, 4096, 4096), (8192, 8192, 8192), (1024, 1024, 16384)]:
         assert ratios["12"][shape] >= 0.85, shape
     assert ratios["12"][4095, 4097, 4093] > 1 and ratios["12"][3001, 2999, 3003] > 1
-    assert min(ratios["12"].values()) < 0.7
 
 
 def test_the_sweep_says_which_path_each_tensor_core_row_took_and_fp32_only_where_timed():
