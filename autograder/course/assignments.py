@@ -306,7 +306,9 @@ the **FP32** tolerance, as the ladder is. This step is step 12 with the split: t
 splits A's slices in shared memory (A's small parts in `AsSmall`), the consumers split B's
 fragments as they load them. The tensor cores sum one slice of K at a time into `part`, and the
 FP32 lanes add each slice's sums into `acc` (promotion: the tensor cores' additions round toward
-zero, and over all of K that would show). It needs an sm_90a GPU (an H100 or H200); without one,
+zero, and over all of K that would show). Each slice is first scaled by a power of two, and its
+sums scaled back as they are promoted, so that inputs near either end of the float range keep
+their bits (written for you). It needs an sm_90a GPU (an H100 or H200); without one,
 the notebook compiles your kernel for it and the chapter shows what it does.""",
         task="""\
 Write the split, `__device__ __forceinline__ void split(float x, unsigned& big, unsigned&
