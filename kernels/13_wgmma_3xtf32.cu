@@ -447,9 +447,7 @@ sgemm_wgmma_3xtf32(int M, int N, int K, float alpha, const float* A, const float
     }
     // Each of this thread's two rows of B^T (columns of C, i & 1) is scaled
     // by its own power of two: its slice lies in the 4 lanes that share g.
-    // (Both shifts are kept in one register, 8 bits each, while the wgmmas run:
-    // two more would spill.)
-    int shiftB[2], shifts = 0;
+    int shiftB[2];
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       float top = 0.0f;
@@ -459,7 +457,6 @@ sgemm_wgmma_3xtf32(int M, int N, int K, float alpha, const float* A, const float
       top = fmaxf(top, __shfl_xor_sync(0xffffffffu, top, 1));
       top = fmaxf(top, __shfl_xor_sync(0xffffffffu, top, 2));
       shiftB[h] = scale_shift(top);
-      shifts |= (shiftB[h] + 128) << (8 * h);
     }
     unsigned big[BK / 8][4], small[BK / 8][4];
 #pragma unroll
@@ -506,8 +503,8 @@ sgemm_wgmma_3xtf32(int M, int N, int K, float alpha, const float* A, const float
     float unscale[2][4];
 #pragma unroll
     for (int w = 0; w < 4; ++w) {
-      unscale[0][w] = pow2(-rowShifts[w] - (shifts & 0xFF) + 128);
-      unscale[1][w] = pow2(-rowShifts[w] - (shifts >> 8) + 128);
+      unscale[0][w] = pow2(-rowShifts[w] - shiftB[0]);
+      unscale[1][w] = pow2(-rowShifts[w] - shiftB[1]);
     }
 #pragma unroll
     for (int i = 0; i < BM / 2; ++i)
