@@ -127,7 +127,7 @@ VARIANTS = (
         step="13",
     ),
     Variant(
-        "scaling each slice by a power of two (small parts of numbers near 2^-126 subnormal)",
+        "scaling each slice by a power of two (no subnormal parts from tiny inputs)",
         (_UNSCALED,),
         step="13",
     ),
