@@ -19,7 +19,9 @@ from autograder.ladder import registry
 # The book's figures display through IPython, and its code excerpts are a Sphinx
 # extension: both come with Jupyter Book, which the README's setup installs.
 pytest.importorskip("IPython", reason="IPython is not installed (it comes with jupyter-book)")
-pytest.importorskip("sphinx.directives", reason="Sphinx is not installed (it comes with jupyter-book)")
+pytest.importorskip(
+    "sphinx.directives", reason="Sphinx is not installed (it comes with jupyter-book)"
+)
 matplotlib.use("Agg")
 ROOT = Path(__file__).resolve().parent.parent
 BOOK = ROOT / "book"
@@ -93,6 +95,33 @@ def test_a_step_without_a_profile_at_4096_is_reported_with_the_command_that_adds
     missing = figures.missing_data()
     assert len(missing) == 1 and "06_vectorized" in missing[0], missing
     assert "python -m autograder profile 06 --size 4096x4096x4096" in missing[0]
+
+
+def test_every_committed_profile_names_the_version_of_the_kernel_it_profiled():
+    for (kernel, size), row in figures.profile_rows().items():
+        assert re.fullmatch(r"[0-9a-f]{12}", row.get("source") or ""), (
+            f"{row['file']}: the profile of {kernel} at {size} does not record its kernel's "
+            "fingerprint (autograder profile writes it)"
+        )
+
+
+def test_a_profile_of_an_earlier_kernel_says_so_under_its_table_and_one_of_todays_does_not(
+    monkeypatch,
+):
+    rows = figures.profile_rows()
+    current = registry.step("07").fingerprint
+    today = {k: dict(v, source=current) if k[0] == "07_warptiling" else v for k, v in rows.items()}
+    monkeypatch.setattr(figures.common, "profile_rows", lambda: today)
+    honest = figures.profile_compare("07").data
+    assert "earlier version" not in honest
+    # The same row, recorded for a kernel whose code has since changed.
+    before = {
+        k: dict(v, source="0" * 12) if k[0] == "07_warptiling" else v for k, v in rows.items()
+    }
+    monkeypatch.setattr(figures.common, "profile_rows", lambda: before)
+    planted = figures.profile_compare("07").data
+    assert "The figures of 07 are of an earlier version of its kernel, profiled on" in planted
+    assert figures.profiled_earlier(figures.profile_row("07")).startswith("The figures of 07")
 
 
 def test_a_step_without_a_bench_row_is_reported(monkeypatch):

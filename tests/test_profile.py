@@ -36,6 +36,21 @@ def test_output_without_counters_is_none():
     assert profile._row('==PROF== Connected to process\n"ID","Kernel Name"\n') is None
 
 
+def test_a_profile_is_merged_into_the_data_with_the_fingerprint_of_the_kernel_it_ran(
+    tmp_path, monkeypatch
+):
+    monkeypatch.setattr(profile, "DATA_DIR", tmp_path)
+    stalls = profile._stalls(profile._row(RAW))
+    kept = profile.Profile("04_blocktiling_1d", "1024x1024x1024", {"ffma": 1.0}, stalls, "a" * 12)
+    profile.write_csv([kept], "NVIDIA H200", "CUDA 13.2")
+    step = registry.step("05")
+    new = profile.Profile(step.name, "1024x1024x1024", {"ffma": 2.0}, stalls, step.fingerprint)
+    profile.write_csv([new], "NVIDIA H200", "CUDA 13.2")
+    rows = {r["kernel"]: r for r in profile.read_csv("NVIDIA H200")}
+    assert rows["05_blocktiling_2d"]["source"] == step.fingerprint
+    assert rows["04_blocktiling_1d"]["source"] == "a" * 12  # another kernel's row is kept
+
+
 @pytest.mark.gpu
 def test_profiling_a_step_reads_its_counters(tmp_path):
     if profile.find() is None:
@@ -46,3 +61,4 @@ def test_profiling_a_step_reads_its_counters(tmp_path):
     assert result.values["dram_read_mb"] + result.values["dram_write_mb"] > 0
     # One FFMA per multiply-add, and at most one more per element of C (the epilogue).
     assert 512**3 <= result.values["ffma"] <= 512**3 + 512**2
+    assert result.source == registry.step("03").fingerprint

@@ -86,3 +86,14 @@ def test_a_step_survives_pickling_as_the_batch_graders_workers_receive_it(step):
     assert copy.name_expression == step.name_expression
     if step.tuning:
         assert copy.tuning.rules(step.params) == step.tuning.rules(step.params)
+
+
+def test_a_kernels_fingerprint_follows_its_code_and_not_its_comments_or_layout():
+    source = registry.step("08").source()
+    assert registry.step("08").fingerprint == registry.fingerprint(source)
+    commented = source.replace("{\n", "{  // a new remark\n", 3).replace("  ", "    ")
+    assert registry.fingerprint(
+        "/* a new block\n comment */\n" + commented
+    ) == registry.fingerprint(source)
+    changed = source + "__device__ int one() { return 1; }\n"
+    assert registry.fingerprint(changed) != registry.fingerprint(source)

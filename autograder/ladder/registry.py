@@ -4,7 +4,9 @@ exercises all read it from here."""
 
 from __future__ import annotations
 
+import hashlib
 import math
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import partial
@@ -164,6 +166,10 @@ class Step:
     def source(self) -> str:
         return self.path.read_text()
 
+    @property
+    def fingerprint(self) -> str:
+        return fingerprint(self.source())
+
     def runs_on(self, arch: str) -> bool:
         """Whether the kernel compiles for arch ('sm_75', 'sm_90', 'sm_90a', ...). A
         kernel for an architecture-specific target ('sm_90a': wgmma, setmaxnreg)
@@ -205,6 +211,19 @@ class Step:
         if not self.every_term:
             return None
         return replace(self.with_params(**self.every_term), every_term={})
+
+
+# A comment (the kernels hold no string literal with // or /* in it).
+_COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.DOTALL)
+
+
+def fingerprint(source: str) -> str:
+    """12 hex digits that name a version of a kernel's code: a hash of its source with
+    comments left out and whitespace as one space. The profiler's rows record it, so that
+    the book can tell a profile of the kernel as it is from one of an earlier version; an
+    edit to comments or layout keeps it."""
+    code = " ".join(_COMMENT.sub(" ", source).split())
+    return hashlib.sha256(code.encode()).hexdigest()[:12]
 
 
 def arch_number(arch: str) -> int:

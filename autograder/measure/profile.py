@@ -6,7 +6,9 @@ back the counters each chapter reasons from: DRAM bytes, L1 and L2 hit rates,
 shared-memory wavefronts and bank conflicts, achieved occupancy and the top
 reasons warps stalled. ncu is given `--clock-control none`: the GPU's clocks are
 left as they are, as for every timing in the course. Rows merge into
-book/data/profile_<gpu>.csv, with the GPU, date and versions, beside bench's.
+book/data/profile_<gpu>.csv, with the GPU, date and versions, beside bench's, and the
+kernel's fingerprint (registry.fingerprint): the book says so where it shows a profile of
+an earlier version of a kernel.
 
 Where ncu is missing, or cannot read the counters (some virtual machines), the
 command says so and writes nothing.
@@ -24,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..judge.checker import ALPHA
+from ..ladder.registry import fingerprint
 from ..run import cuda_tools
 from ..run.kernel import KernelSpec
 from .bench import DATA_DIR, parse_size
@@ -80,6 +83,7 @@ class Profile:
     size: str
     values: dict[str, float]  # by COLUMNS' names; a metric ncu did not give is absent
     stalls: list[tuple[str, float]]  # the top reasons, cycles stalled per issued instruction
+    source: str  # the kernel's fingerprint (registry.fingerprint)
 
 
 def profile(name: str, spec: KernelSpec, size: str, scratch: Path) -> Profile:
@@ -109,7 +113,7 @@ def profile(name: str, spec: KernelSpec, size: str, scratch: Path) -> Profile:
     if row is None:
         said = (result.stdout + result.stderr).strip().splitlines()
         raise ProfilerUnavailable("ncu gave no counters: " + " / ".join(said[-4:]))
-    return Profile(name, f"{M}x{N}x{K}", _values(row), _stalls(row))
+    return Profile(name, f"{M}x{N}x{K}", _values(row), _stalls(row), fingerprint(spec.source))
 
 
 def ncu_command(executable: str, spec: KernelSpec, work: Path) -> list[str]:
@@ -196,7 +200,7 @@ def write_csv(profiles: list[Profile], gpu_name: str, versions: str) -> Path:
     from ..run.gpu import slug
 
     path = DATA_DIR / f"profile_{slug(gpu_name)}.csv"
-    fields = ["kernel", "size", *COLUMNS, "top_stalls", "gpu", "date", "versions"]
+    fields = ["kernel", "size", *COLUMNS, "top_stalls", "gpu", "date", "versions", "source"]
     rows = {}
     if path.exists():
         with path.open() as f:
@@ -207,6 +211,7 @@ def write_csv(profiles: list[Profile], gpu_name: str, versions: str) -> Path:
         rows[(p.kernel, p.size)] = {
             "kernel": p.kernel, "size": p.size, **{c: p.values.get(c, "") for c in COLUMNS},
             "top_stalls": stalls, "gpu": gpu_name, "date": today, "versions": versions,
+            "source": p.source,
         }  # fmt: skip
     partial = path.with_suffix(".csv.tmp")
     with partial.open("w", newline="") as f:

@@ -193,9 +193,15 @@ def profile_rows() -> dict[tuple[str, str], dict]:
     return rows
 
 
+# The columns of a profile row that are not numbers.
+_PROFILE_TEXT = ("kernel", "size", "top_stalls", "gpu", "date", "versions", "file", "source")
+
+
 def profile_row(step, size=LARGEST) -> dict:
     """One step's profile at one size: its columns, numbers as floats, the top stalls
-    as [(reason, cycles per issued instruction)]. A KeyError says how to add it."""
+    as [(reason, cycles per issued instruction)], and `earlier`: whether it profiled an
+    earlier version of the kernel than the one in kernels/ (its fingerprint differs). A
+    KeyError says how to add it."""
     name, key = _kernel(step), _size_key(size)
     raw = profile_rows().get((name, key))
     if raw is None:
@@ -206,13 +212,25 @@ def profile_row(step, size=LARGEST) -> dict:
         )
     row = dict(raw)
     for column, value in raw.items():
-        if column not in ("kernel", "size", "top_stalls", "gpu", "date", "versions", "file"):
+        if column not in _PROFILE_TEXT:
             row[column] = float(value) if value != "" else None
     row["stalls"] = [
         (reason, float(cycles))
         for reason, cycles in (s.rsplit(" ", 1) for s in raw["top_stalls"].split("; ") if s)
     ]
+    row["earlier"] = raw["source"] != registry.step(name).fingerprint
     return row
+
+
+def profiled_earlier(row: dict) -> str:
+    """What a page says of figures from a profile of an earlier version of the kernel
+    (profile_row's `earlier`), as a sentence; nothing for a profile of the kernel as it is."""
+    if not row["earlier"]:
+        return ""
+    return (
+        f"The figures of {row['kernel'][:2]} are of an earlier version of its kernel, "
+        f"profiled on {row['date']}: its code has changed since."
+    )
 
 
 class Text(str):

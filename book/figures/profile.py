@@ -22,6 +22,7 @@ from .common import (
     for_experts,
     profile_row,
     profile_rows,
+    profiled_earlier,
     provenance,
     results,
 )
@@ -152,6 +153,7 @@ def profile_table(columns, note: str = "", main=None) -> Markdown:
         for key, ids in by_size.items()
     )
     first = profiles[0][2]
+    earlier = {_kernel(s): profiled_earlier(p) for s, _, p in profiles if p["earlier"]}
     parts = [table(shown)]
     if more:
         body = f"{table(more)}\n\n{terms(more)}".rstrip()
@@ -159,7 +161,9 @@ def profile_table(columns, note: str = "", main=None) -> Markdown:
     parts.append(
         f"Nsight Compute, one launch of each kernel after a warm-up, clocks left as they were, "
         f"on an {first['gpu']}, {first['date']} ({first['versions']}); {commands} measures it "
-        f"again (data: `book/data/{first['file']}`).{terms(shown)} {note}".rstrip()
+        f"again (data: `book/data/{first['file']}`)."
+        + "".join(f" {said}" for said in earlier.values())
+        + f"{terms(shown)} {note}".rstrip()
     )
     return Markdown("\n\n".join(parts))
 
