@@ -334,8 +334,8 @@ def test_a_c_of_few_tiles_runs_in_layers_of_k_that_add_up_to_the_product(step):
     assert layers > 1 and [s.splits for s in launch.splits()] == [layers]
     exact = A.astype(np.float64) @ B.astype(np.float64)
     scale = np.abs(A).astype(np.float64) @ np.abs(B).astype(np.float64)
-    r = step.input_roundoff
-    assert (np.abs(C.get() - exact) <= (checker.tolerance_factor(K) + 2 * r + r * r) * scale).all()
+    bound = checker.tolerance_factor(K, step.input_roundoff) * scale
+    assert (np.abs(C.get() - exact) <= bound).all()
 
 
 @pytest.mark.gpu
@@ -358,8 +358,7 @@ def test_the_kernel_reads_a_wherever_it_starts_and_whatever_k_is(step, M, K):
     A, B = (rng.standard_normal(s, dtype=np.float32) for s in ((M, K), (K, N)))
     exact = A.astype(np.float64) @ B.astype(np.float64)
     scale = np.abs(A).astype(np.float64) @ np.abs(B).astype(np.float64)
-    r = step.input_roundoff
-    bound = (checker.tolerance_factor(K) + 2 * r + r * r) * scale
+    bound = checker.tolerance_factor(K, step.input_roundoff) * scale
     for start in range(4):
         buffer = cupy.full(M * K + 64, cupy.nan, dtype=cupy.float32)
         a = buffer[32 + start : 32 + start + M * K]
