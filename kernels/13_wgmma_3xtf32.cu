@@ -27,18 +27,22 @@
 // 128 rows of C at most (wgmma's N = 128), where step 12's covers 256.
 //
 // A small part under 2^-126 is a subnormal float, which TF32 keeps to fewer
-// bits: so each slice is scaled by powers of two before it is split, and its
-// sums scaled back as they are promoted (scale_shift), which keeps inputs
-// near either end of the float range as accurate as FP32 keeps them.
+// bits, and near 2^128 the big part rounds up to infinity. A first kernel,
+// largest_magnitudes, finds the largest magnitude of each row of A and each
+// column of B in one pass before the product. A block whose rows and columns
+// are all far from both ends (ordinary: most matrices' every block) splits
+// its numbers as they are; any other scales each row and column by the power
+// of two that brings its largest magnitude to [1, 2) before it splits them,
+// and C back as it is written (scale_shift), which keeps inputs near either
+// end of the float range as accurate as FP32 keeps them.
 //
 // What changes from step 12 (the chapter shows the difference line by line):
 // the producer warpgroup, idle between its copies, splits each slice of A
-// once it has landed, each warp its own quarter of the rows, scaled by their
-// own power of two: the big parts in place, the small ones into a buffer
-// beside it (another barrier, ready[s], says when); the consumers scale and
-// split B's fragments as they load them, issue three wgmmas where step 12
-// issued one, and promote each slice's sums, scaled back. A slice takes 48 KB
-// of shared memory: A, its small parts and B.
+// once it has landed, each warp its own quarter of the rows: the big parts in
+// place, the small ones into a buffer beside it (another barrier, ready[s],
+// says when); the consumers split B's fragments as they load them, issue
+// three wgmmas where step 12 issued one, and promote each slice's sums. A
+// slice takes 48 KB of shared memory: A, its small parts and B.
 //
 // Written for NVRTC without CUDA headers: every Hopper instruction is stated
 // in PTX, each in a helper of a few lines; the tensor maps come from the host
@@ -123,38 +127,132 @@ __device__ __forceinline__ unsigned to_tf32(float x) {
 }
 // [docs:split]
 // x = big + small, both TF32 values (their low 13 bits zero): big is x
-// rounded to TF32, small what is left, rounded too. Within 2^-11 of 2^128 a
-// float rounds up to infinity, and x - inf would make small infinite: so big
-// stops at the largest TF32 value, and small, x - big, is then exact and
-// finite. An infinity or NaN in x passes on through small (inf - big = inf,
-// NaN - big = NaN), as it would through an FP32 product.
+// rounded to TF32, small what is left, rounded too.
 __device__ __forceinline__ void split(float x, unsigned& big, unsigned& small) {
-  constexpr float LARGEST_TF32 = 3.4011621e38f;  // (2 - 2^-10) 2^127
-  const float rounded = copysignf(fminf(fabsf(__uint_as_float(to_tf32(x))), LARGEST_TF32), x);
+  const float rounded = __uint_as_float(to_tf32(x));
   big = __float_as_uint(rounded);
   small = to_tf32(x - rounded);
 }
 // [docs:split-end]
 
+// [docs:stop]
+// A block whose rows and columns are scaled (SCALED, below) multiplies each
+// number by its row's or column's power of two, then splits it. Scaled, every
+// finite number lies under 4 in magnitude; but a row or column that holds an
+// infinity is not scaled (scale_shift), and there a finite x within 2^-11 of
+// 2^128 rounds up to an infinite big part, x - inf making its small part
+// infinite, and an infinite x gives a NaN small part (inf - inf), where an
+// FP32 product gives infinity. So there big stops at the largest TF32 value:
+// small, x - big, is then exact and finite for a finite x, and infinite for
+// an infinite one, which passes on through small_a * big_b as through an FP32
+// product. An ordinary block splits its numbers as they are.
+template <bool SCALED>
+__device__ __forceinline__ void split_scaled(float x, float scale, unsigned& big, unsigned& small) {
+  if (!SCALED) {
+    split(x, big, small);
+    return;
+  }
+  constexpr float LARGEST_TF32 = 3.4011621e38f;  // (2 - 2^-10) 2^127
+  const float y = scale * x;
+  const float rounded = copysignf(fminf(fabsf(__uint_as_float(to_tf32(y))), LARGEST_TF32), y);
+  big = __float_as_uint(rounded);
+  small = to_tf32(y - rounded);
+}
+// [docs:stop-end]
+
+// The producer's split of a lane's QUADS float4s of a slice of A, 32 apart
+// from big[lane]: the big parts in place, the small ones at the same offsets
+// from small; row i's scaled by scale[i] where SCALED.
+template <bool SCALED, int QUADS>
+__device__ __forceinline__ void split_rows(float4* big, float4* small, const float (&scale)[QUADS],
+                                           int lane) {
+  float4 x[QUADS];  // all loaded before any store: the stores cannot hold them up
+#pragma unroll
+  for (int i = 0; i < QUADS; ++i) x[i] = big[lane + 32 * i];
+#pragma unroll
+  for (int i = 0; i < QUADS; ++i) {
+    unsigned b[4], l[4];
+    split_scaled<SCALED>(x[i].x, scale[i], b[0], l[0]);
+    split_scaled<SCALED>(x[i].y, scale[i], b[1], l[1]);
+    split_scaled<SCALED>(x[i].z, scale[i], b[2], l[2]);
+    split_scaled<SCALED>(x[i].w, scale[i], b[3], l[3]);
+    big[lane + 32 * i] = make_float4(__uint_as_float(b[0]), __uint_as_float(b[1]),
+                                     __uint_as_float(b[2]), __uint_as_float(b[3]));
+    small[lane + 32 * i] = make_float4(__uint_as_float(l[0]), __uint_as_float(l[1]),
+                                       __uint_as_float(l[2]), __uint_as_float(l[3]));
+  }
+}
+
 // [docs:scale]
-// A slice's numbers are scaled by a power of two, 2^shift, that brings the
-// largest of them (top) to [1, 2) before they are split, and its sums scaled
-// back as they are promoted: exact both ways. Without it, the small part of a
-// number under 2^-115 is a subnormal float, which TF32 keeps to fewer bits
-// (or none), and 3xTF32 loses what FP32 keeps. |shift| <= 63, so that the
-// two shifts of a product undo in one multiply (pow2 of at most 126). Zeros,
-// infinities and NaN are not scaled: they pass through as they would in FP32.
-__device__ __forceinline__ int scale_shift(float top) {
-  const int biased = (__float_as_uint(top) >> 23) & 0xFF;  // top >= 0
-  return biased == 255 || top == 0.0f ? 0 : max(-63, min(63, 127 - biased));
+// The small part of a number under 2^-115 is a subnormal float, which TF32
+// keeps to fewer bits (or none), and near 2^128 the big part rounds up to
+// infinity: there 3xTF32 would lose what FP32 keeps. A row of A or column of
+// B whose largest magnitude, top (a float's bits), is ordinary, in
+// [2^-50, 2^50) (or 0), is far from both, and so are its products with
+// another's: a block whose rows and columns are all ordinary splits its
+// numbers as they are. Any other block scales each row and column by
+// 2^shift, the power of two that brings its largest magnitude to [1, 2),
+// before it splits them, and C back as it is written: exact both ways. A row
+// of infinities or NaN is not scaled: they pass through as they would in FP32.
+__device__ __forceinline__ bool ordinary(unsigned top) {
+  return top == 0 || (top >= 0x26800000u && top < 0x58800000u);  // 2^-50, 2^50
+}
+__device__ __forceinline__ int scale_shift(unsigned top) {
+  const int biased = top >> 23;  // top >= 0
+  return top >= 0x7f800000u || top == 0 ? 0 : max(-126, min(126, 127 - biased));
 }
 __device__ __forceinline__ float pow2(int e) {  // 2^e for |e| <= 126
   return __uint_as_float(static_cast<unsigned>(e + 127) << 23);
 }
-__device__ __forceinline__ float largest4(float4 x) {  // the largest magnitude of four
-  return fmaxf(fmaxf(fabsf(x.x), fabsf(x.y)), fmaxf(fabsf(x.z), fabsf(x.w)));
-}
 // [docs:scale-end]
+
+// [docs:largest]
+// Before the product: the largest magnitude in each row of A (M x K) and each
+// column of B (its first rowsB rows: those it has, where K was rounded up past
+// them), into top[m] and top[M + n], zeroed by the host. Magnitudes are kept
+// as their bits, which order as unsigned integers do (NaN's above infinity's),
+// so that atomicMax combines what the blocks found. The work comes in pieces
+// of CHUNK values of k: 8 rows of A (a warp each), or 32 columns of B (a lane
+// each), read as they lie; the blocks take pieces in turn, whatever the grid.
+constexpr int CHUNK = 1024;
+__global__ void __launch_bounds__(256)
+largest_magnitudes(int M, int N, int K, int rowsB, const float* A, const float* B, unsigned* top) {
+  __shared__ unsigned found[8][32];
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int chunks = (K + CHUNK - 1) / CHUNK;
+  const int piecesA = (M + 7) / 8 * chunks, pieces = piecesA + (N + 31) / 32 * chunks;
+  for (int piece = blockIdx.x; piece < pieces; piece += gridDim.x) {
+    unsigned largest = 0;  // the bits of the largest magnitude this thread read
+    if (piece < piecesA) {
+      const int m = piece / chunks * 8 + warp;
+      const int k0 = piece % chunks * CHUNK, end = min(K, k0 + CHUNK);
+      if (m >= M) continue;  // the whole warp: m is the warp's
+      const float* row = A + static_cast<size_t>(m) * K;
+#pragma unroll 8
+      for (int k = k0 + lane; k < end; k += 32)
+        largest = max(largest, __float_as_uint(fabsf(row[k])));
+      for (int lanes = 16; lanes > 0; lanes /= 2)
+        largest = max(largest, __shfl_xor_sync(0xffffffffu, largest, lanes));
+      if (lane == 0) atomicMax(&top[m], largest);
+      continue;
+    }
+    const int n = (piece - piecesA) / chunks * 32 + lane;
+    const int k0 = (piece - piecesA) % chunks * CHUNK, end = min(rowsB, k0 + CHUNK);
+    if (n < N) {
+#pragma unroll 8
+      for (int k = k0 + warp; k < end; k += 8)
+        largest = max(largest, __float_as_uint(fabsf(B[static_cast<size_t>(k) * N + n])));
+    }
+    found[warp][lane] = largest;
+    __syncthreads();
+    if (warp == 0 && n < N) {
+      for (int w = 1; w < 8; ++w) largest = max(largest, found[w][lane]);
+      atomicMax(&top[M + n], largest);
+    }
+    __syncthreads();  // found is free for the next piece
+  }
+}
+// [docs:largest-end]
 __device__ __forceinline__ void wgmma_fence() {
   asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 }
@@ -224,11 +322,13 @@ __device__ __forceinline__ void wgmma_64xNx8(float (&d)[N / 2], const unsigned (
 // [docs:helpers-end]
 
 // [docs:kernel]
-template <int BM, int BN, int STAGES>
-__global__ void __launch_bounds__(128 * (1 + BN / 64), 1)
-sgemm_wgmma_3xtf32(int M, int N, int K, float alpha, const float* A, const float* B, float beta,
-                   float* C, const __grid_constant__ TensorMap mapA,
-                   const __grid_constant__ TensorMap mapB) {
+// The kernel's work, for a block whose numbers are split as they are or one
+// whose rows and columns are scaled first (SCALED: the kernel below decides).
+template <int BM, int BN, int STAGES, bool SCALED>
+__device__ __forceinline__ void multiply(int M, int N, int K, float alpha, const float* A,
+                                         const float* B, float beta, float* C,
+                                         const TensorMap& mapA, const TensorMap& mapB,
+                                         const unsigned* top) {
   // [docs:params]
   // BM: rows of C per block, wgmma's N (128 at most here: 256 leaves no
   // registers for `part`; 64 where C has few rows)
@@ -251,9 +351,6 @@ sgemm_wgmma_3xtf32(int M, int N, int K, float alpha, const float* A, const float
   float* const Bs = tiles + 2 * STAGES * A_FLOATS;   // Bs[s]: BN / 32 boxes of BK rows x 32
   // ready[s]: the producer's threads have split slice s of A (one arrival each).
   __shared__ unsigned long long full[STAGES], ready[STAGES], empty[STAGES];
-  // shiftA[s][w]: the power of two the rows of slice s of A that producer
-  // warp w split were scaled by (scale_shift): rows w BM / 4 to (w + 1) BM / 4.
-  __shared__ __align__(16) int shiftA[STAGES][4];
 
   const int blockRow = blockIdx.y * BM;
   const int blockCol = blockIdx.x * BN;
@@ -295,6 +392,17 @@ sgemm_wgmma_3xtf32(int M, int N, int K, float alpha, const float* A, const float
     // are on their way at once: STAGES - 2, since the copy of slice t waits
     // for the consumers to finish slice t - STAGES (none with two stages).
     constexpr int LAG = STAGES - 2;
+    // Warp w splits rows w BM / 4 on (a swizzled row is 128 contiguous bytes),
+    // each lane QUADS float4s, 32 apart: rows w BM / 4 + lane / 8 + 4i of the
+    // block. Scaled, each row by its own power of two: the same in every slice.
+    constexpr int QUADS = BM / 4 * BK / 4 / 32;
+    const int w = p / 32, lane = p % 32;
+    float scale[QUADS];
+#pragma unroll
+    for (int i = 0; i < QUADS; ++i) {
+      const int row = blockRow + w * BM / 4 + lane / 8 + 4 * i;
+      scale[i] = SCALED && row < M ? pow2(scale_shift(top[row])) : 1.0f;
+    }
     // Once slice u has landed, split its A: the big parts in place, the small
     // ones beside them (the split does not care where the swizzle put each
     // float); then show both to the tensor cores, and say so on ready[s].
@@ -311,37 +419,9 @@ sgemm_wgmma_3xtf32(int M, int N, int K, float alpha, const float* A, const float
         bar_arrive(&full[s]);
       }
       bar_wait(&full[s], (u / STAGES) & 1);
-      // Warp w splits rows w BM / 4 on (a swizzled row is 128 contiguous
-      // bytes): it holds them in registers, finds their largest magnitude
-      // across its lanes, and scales them by their own power of two.
-      constexpr int QUADS = BM / 4 * BK / 4 / 32;  // float4s per lane
-      const int w = p / 32, lane = p % 32;
       float4* const big = reinterpret_cast<float4*>(As + s * A_FLOATS) + w * QUADS * 32;
       float4* const small = reinterpret_cast<float4*>(AsSmall + s * A_FLOATS) + w * QUADS * 32;
-      float4 x[QUADS];
-      float top = 0.0f;
-#pragma unroll
-      for (int i = 0; i < QUADS; ++i) {
-        x[i] = big[lane + 32 * i];
-        top = fmaxf(top, largest4(x[i]));
-      }
-      for (int lanes = 16; lanes > 0; lanes /= 2)
-        top = fmaxf(top, __shfl_xor_sync(0xffffffffu, top, lanes));
-      const int shift = scale_shift(top);
-      const float scale = pow2(shift);
-      if (lane == 0) shiftA[s][w] = shift;
-#pragma unroll
-      for (int i = 0; i < QUADS; ++i) {
-        unsigned b[4], l[4];
-        split(scale * x[i].x, b[0], l[0]);
-        split(scale * x[i].y, b[1], l[1]);
-        split(scale * x[i].z, b[2], l[2]);
-        split(scale * x[i].w, b[3], l[3]);
-        big[lane + 32 * i] = make_float4(__uint_as_float(b[0]), __uint_as_float(b[1]),
-                                         __uint_as_float(b[2]), __uint_as_float(b[3]));
-        small[lane + 32 * i] = make_float4(__uint_as_float(l[0]), __uint_as_float(l[1]),
-                                           __uint_as_float(l[2]), __uint_as_float(l[3]));
-      }
+      split_rows<SCALED>(big, small, scale, lane);
       // These stores are the generic proxy's; wgmma reads through the async one.
       asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
       bar_arrive(&ready[s]);
@@ -419,6 +499,15 @@ sgemm_wgmma_3xtf32(int M, int N, int K, float alpha, const float* A, const float
   };
   // [docs:rows-end]
 
+  // Scaled, this thread's two rows of B^T (columns of C, h = 0, 1) by their
+  // columns' powers of two: the same in every slice.
+  float scale[2];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int n = blockCol + 64 * consumer + column(2 * warp + h, g);
+    scale[h] = SCALED && n < N ? pow2(scale_shift(top[M + n])) : 1.0f;
+  }
+
   // acc: the running sums, added by the FP32 lanes; part: one slice's, summed
   // by the tensor cores.
   float acc[BM / 2], part[BM / 2];
@@ -445,24 +534,12 @@ sgemm_wgmma_3xtf32(int M, int N, int K, float alpha, const float* A, const float
         x[kk][i] = bs[n / 32 * BK * 32 + swizzled(k, n % 32)];
       }
     }
-    // Each of this thread's two rows of B^T (columns of C, i & 1) is scaled
-    // by its own power of two: its slice lies in the 4 lanes that share g.
-    int shiftB[2];
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      float top = 0.0f;
-#pragma unroll
-      for (int kk = 0; kk < BK / 8; ++kk)
-        top = fmaxf(top, fmaxf(fabsf(x[kk][h]), fabsf(x[kk][h + 2])));
-      top = fmaxf(top, __shfl_xor_sync(0xffffffffu, top, 1));
-      top = fmaxf(top, __shfl_xor_sync(0xffffffffu, top, 2));
-      shiftB[h] = scale_shift(top);
-    }
     unsigned big[BK / 8][4], small[BK / 8][4];
 #pragma unroll
     for (int kk = 0; kk < BK / 8; ++kk) {
 #pragma unroll
-      for (int i = 0; i < 4; ++i) split(pow2(shiftB[i & 1]) * x[kk][i], big[kk][i], small[kk][i]);
+      for (int i = 0; i < 4; ++i)
+        split_scaled<SCALED>(x[kk][i], scale[i & 1], big[kk][i], small[kk][i]);
     }
     wgmma_fence();
     // [docs:products]
@@ -487,28 +564,15 @@ sgemm_wgmma_3xtf32(int M, int N, int K, float alpha, const float* A, const float
     // wgmmas, warning C7513, and ran slower.) The other consumer warpgroup's
     // wgmmas keep the tensor cores busy meanwhile.
     wgmma_wait<0>();
-    // A's scale is read before the buffer is released: the producer's next
-    // slice in it writes its own. Every thread says it is done with the
-    // buffer: one arrival per warp after a __syncwarp would do as well, but
-    // compute-sanitizer's racecheck cannot see that the warp's loads come
-    // before it, and reports a race.
-    const int4 shift = *reinterpret_cast<const int4*>(shiftA[s]);
+    // Every thread says it is done with the buffer: one arrival per warp after
+    // a __syncwarp would do as well, but compute-sanitizer's racecheck cannot
+    // see that the warp's loads come before it, and reports a race.
     bar_arrive(&empty[s]);
     // [docs:promote]
-    // Promotion: the slice's sums, scaled back, join the running sums in FP32:
-    // part * unscale is exact, so this rounds as acc[i] + the product's own sum
-    // would. acc[i] is row (i >> 1) & 1 of this thread's two of B^T, and row
-    // 8 (i / 4) + ... of the block tile, split by producer warp 32 (i / 4) / BM.
-    const int rowShifts[4] = {shift.x, shift.y, shift.z, shift.w};
-    float unscale[2][4];
+    // Promotion: the slice's sums join the running sums in FP32, rounded to
+    // the nearest. (Every slice is scaled alike: the sums are added as they are.)
 #pragma unroll
-    for (int w = 0; w < 4; ++w) {
-      unscale[0][w] = pow2(-rowShifts[w] - shiftB[0]);
-      unscale[1][w] = pow2(-rowShifts[w] - shiftB[1]);
-    }
-#pragma unroll
-    for (int i = 0; i < BM / 2; ++i)
-      acc[i] = fmaf(part[i], unscale[(i >> 1) & 1][32 * (i / 4) / BM], acc[i]);
+    for (int i = 0; i < BM / 2; ++i) acc[i] += part[i];
     // [docs:promote-end]
   }
   // [docs:consumer-end]
@@ -523,6 +587,18 @@ sgemm_wgmma_3xtf32(int M, int N, int K, float alpha, const float* A, const float
   constexpr int LDC = 64 + 2;  // puts the 32 lanes' stores in 32 banks
   static_assert(CONSUMERS * BM * LDC <= STAGES * (2 * A_FLOATS + B_FLOATS),
                 "the epilogue lays C out in the pipeline's buffers: they must hold it");
+  // Scaled, C is scaled back by its rows' and columns' powers of two: the
+  // rows' in shared memory, each found once, this thread's two columns' here.
+  __shared__ int rowShift[BM];
+  int colShift[2];
+  if (SCALED) {
+    const int r = threadIdx.x - 128;
+    if (r < BM) rowShift[r] = blockRow + r < M ? scale_shift(top[blockRow + r]) : 0;
+    for (int half = 0; half < 2; ++half) {
+      const int col = blockCol + 64 * consumer + 32 * half + lane;
+      colShift[half] = col < N ? scale_shift(top[M + col]) : 0;
+    }
+  }
   asm volatile("bar.sync 1, %0;\n" ::"n"(128 * CONSUMERS) : "memory");
   float* const Cs = tiles + consumer * BM * LDC;
 #pragma unroll
@@ -544,11 +620,40 @@ sgemm_wgmma_3xtf32(int M, int N, int K, float alpha, const float* A, const float
     for (int half = 0; half < 2; ++half) {
       const int col = blockCol + 64 * consumer + 32 * half + lane;
       if (col < N) {
+        float sum = Cs[r * LDC + 32 * half + lane];
+        if (SCALED) {
+          // By both powers of two, in two halves of at most 126 each, so
+          // that neither half overflows where their product does not.
+          const int back = -(rowShift[r] + colShift[half]);
+          sum = sum * pow2(back / 2) * pow2(back - back / 2);
+        }
         float* const p = C + row * N + col;
-        *p = alpha * Cs[r * LDC + 32 * half + lane] + (readC ? beta * *p : 0.0f);
+        *p = alpha * sum + (readC ? beta * *p : 0.0f);
       }
     }
   }
   // [docs:epilogue-end]
 }
+
+// [docs:entry]
+// Whether this block's rows of A and columns of B are all ordinary (top holds
+// their largest magnitudes), found once for the whole block, decides which of
+// multiply's two the block runs: most matrices never pay for scaling.
+template <int BM, int BN, int STAGES>
+__global__ void __launch_bounds__(128 * (1 + BN / 64), 1)
+sgemm_wgmma_3xtf32(int M, int N, int K, float alpha, const float* A, const float* B, float beta,
+                   float* C, const __grid_constant__ TensorMap mapA,
+                   const __grid_constant__ TensorMap mapB, const unsigned* top) {
+  bool far = false;  // a row or column of this thread's is not ordinary
+  for (int i = threadIdx.x; i < BM + BN; i += blockDim.x) {
+    const int row = blockIdx.y * BM + i, col = blockIdx.x * BN + i - BM;
+    if (i < BM ? row < M : col < N) far |= !ordinary(top[i < BM ? row : M + col]);
+  }
+  if (__syncthreads_or(far)) {
+    multiply<BM, BN, STAGES, true>(M, N, K, alpha, A, B, beta, C, mapA, mapB, top);
+  } else {
+    multiply<BM, BN, STAGES, false>(M, N, K, alpha, A, B, beta, C, mapA, mapB, top);
+  }
+}
+// [docs:entry-end]
 // [docs:kernel-end]

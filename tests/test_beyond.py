@@ -64,20 +64,27 @@ def test_only_the_tensor_core_steps_round_their_inputs():
 
 @functools.cache
 def _built(step_id: str, arch: str) -> compiler.Compiled:
-    """The step's kernel built for arch by NVRTC, once per test session."""
+    """The step's kernels built for arch by NVRTC, once per test session: its GEMM, and
+    for step 13 the pass before it (contract.SCALED_BY)."""
     step = registry.step(step_id)
-    return compiler.compile_for_arch(step.source(), [step.name_expression], arch, step.path.name)
+    names = [step.name_expression, *([contract.SCALED_BY] if step.contract == "scaled" else [])]
+    return compiler.compile_for_arch(step.source(), names, arch, step.path.name)
 
 
 @by_build
 def test_kernel_compiles_for_its_gpus_without_spills(step, arch):
-    resources = _built(step.id, arch).resources[step.name_expression]
+    built = _built(step.id, arch)
+    resources = built.resources[step.name_expression]
     assert resources.problems(step.geometry.threads) == [], str(resources)
+    if step.contract == "scaled":  # its pass over A and B, 256 threads a block
+        helper = built.resources[contract.SCALED_BY]
+        assert helper.problems(256) == [], str(helper)
 
 
 @by_build
 def test_launch_bounds_match_the_registry(step, arch):
-    maxntid = re.search(r"\.maxntid (\d+), (\d+), (\d+)", _built(step.id, arch).ptx)
+    (entry,) = [e for e in _built(step.id, arch).ptx.split(".entry")[1:] if step.kernel in e[:200]]
+    maxntid = re.search(r"\.maxntid (\d+), (\d+), (\d+)", entry)
     assert int(maxntid[1]) * int(maxntid[2]) * int(maxntid[3]) == step.geometry.threads
 
 
@@ -122,19 +129,24 @@ def test_b_s_map_never_describes_rows_past_its_end(K, rows_held, monkeypatch):
 
 @by_hopper
 def test_the_wgmma_steps_take_the_tma_contract_and_not_the_gemms(step):
+    """Step 12 takes the TMA contract; step 13 also the largest magnitudes of A's rows
+    and B's columns (contract.SCALED)."""
     source = step.source()
-    contract.check(source, step.name_expression, step.path.name, contract.TMA)
-    with pytest.raises(contract.Mismatch, match="more parameters than the contract"):
-        contract.check(source, step.name_expression, step.path.name, contract.GEMM)
+    own = contract.CONTRACTS[step.contract]
+    assert own is (contract.TMA if step.id == "12" else contract.SCALED)
+    contract.check(source, step.name_expression, step.path.name, own)
+    for fewer in (contract.GEMM, contract.TMA)[: 2 if own is contract.SCALED else 1]:
+        with pytest.raises(contract.Mismatch, match="more parameters than the contract"):
+            contract.check(source, step.name_expression, step.path.name, fewer)
     without_maps = re.sub(
         r"float\* C, const __grid_constant__ TensorMap mapA,\s+const __grid_constant__ "
-        r"TensorMap mapB\)",
+        r"TensorMap mapB(, const unsigned\* top)?\)",
         "float* C)",
         source,
     )
     assert without_maps != source
     with pytest.raises(contract.Mismatch, match="no mapA and no mapB"):
-        contract.check(without_maps, step.name_expression, step.path.name, contract.TMA)
+        contract.check(without_maps, step.name_expression, step.path.name, own)
 
 
 @by_hopper

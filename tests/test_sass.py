@@ -76,13 +76,14 @@ def test_thread_tiled_steps_do_tm_times_tn_ffma_per_k(step, arch):
 def test_the_wgmma_step_multiplies_with_hgmma_fed_by_tma_copies(rows):
     """Step 12 on sm_90a, with blocks of each height it races: per slice of K, one
     64 x rows x 8 wgmma per 8 of k in each warp, and one TMA copy of A and one of B per 32
-    of its columns; no FFMA does its product (the loop's few are the epilogue's alpha and
-    beta)."""
+    of its columns (the producer's loop's, counted beside the consumers' main loop); no
+    FFMA does its product."""
     step = registry.step("12").with_params(BM=rows)
     e = sass.evidence(step, "sm_90a")
     assert e.k_per_iteration == registry.WGMMA_BK
     assert e.loop.counts["HGMMA"] == registry.WGMMA_BK // 8, e.table()
-    assert e.loop.counts["UTMALDG"] == 1 + step.params["BN"] // 32, e.table()
+    assert not e.loop.counts["FFMA"] and not e.loop.counts["UTMALDG"], e.table()
+    assert e.copying and e.per_iteration("UTMALDG") == 1 + step.params["BN"] // 32, e.table()
     assert e.loop.opcodes[f"HGMMA.64x{rows}x8.F32.TF32"] == registry.WGMMA_BK // 8
     assert e.math_name == "HGMMA"
     assert e.resources.spill_store_bytes + e.resources.spill_load_bytes == 0
@@ -94,29 +95,33 @@ def test_the_3xtf32_step_issues_three_wgmmas_where_step_12_issues_one(rows):
     """Step 13 on sm_90a, with blocks of each height it races: per 8 of k, big x small,
     small x big and big x big, each over the block's rows; the same TMA copies as step 12
     (the small parts are made in shared memory); a slice's sums promoted into FP32
-    registers by the FP32 lanes (an FFMA, which also scales the sum back, for each of a
-    thread's rows / 2 accumulators, one warpgroup-wide wait a slice)."""
+    registers by the FP32 lanes (an FADD for each of a thread's rows / 2 accumulators,
+    one warpgroup-wide wait a slice). The loop counted is the ordinary blocks' (their
+    numbers split as they are: no scaling, no stop at the largest TF32 value), the
+    shorter of the kernel's two."""
     step = registry.step("13").with_params(BM=rows)
     e = sass.evidence(step, "sm_90a")
     assert e.k_per_iteration == registry.WGMMA_BK
     assert e.loop.opcodes[f"HGMMA.64x{rows}x8.F32.TF32"] == 3 * registry.WGMMA_BK // 8, e.table()
-    assert e.loop.opcodes["FFMA"] >= rows // 2, e.table()
+    assert e.loop.opcodes["FADD"] >= rows // 2, e.table()
+    assert not e.loop.opcodes["FMNMX"] and not e.loop.opcodes["FMUL"], e.table()
     assert e.loop.opcodes["WARPGROUP.DEPBAR.LE"] == 1, e.table()
-    assert e.loop.counts["UTMALDG"] == 1 + step.params["BN"] // 32, e.table()
+    assert e.copying and e.per_iteration("UTMALDG") == 1 + step.params["BN"] // 32, e.table()
     assert e.math_name == "HGMMA"
     assert e.resources.spill_store_bytes + e.resources.spill_load_bytes == 0
 
 
 @needs_nvdisasm
-def test_the_3xtf32_loops_few_ffma_are_not_taken_for_its_product():
-    """Step 13 is FP32-accurate, yet its product is on tensor cores: its loop's FFMAs
-    are not compared with the elements of C each thread computes. The caption says
-    what the evidence shows, in sentences, with no "Note:" before them."""
+def test_the_3xtf32_loop_is_found_whole_and_not_taken_for_an_fp32_product():
+    """Step 13 is FP32-accurate, yet its product is on tensor cores: its loop is not
+    compared with the elements of C each thread computes. The branch back from a
+    barrier's retry, which the compiler places after the kernel's end, is no loop around
+    both of its copies. The caption says what the evidence shows, in sentences."""
     e = sass.evidence(registry.step("13"), "sm_90a")
-    assert e.loop.counts["FFMA"] and not any("FFMA per k" in n for n in e.notes), e.notes
+    assert not e.loop.nested and not e.loop.opcodes["EXIT"], e.table()
+    assert e.notes == (), e.notes
     caption = sass.markdown("13", ("sm_90a",)).split("\n\n")[-1]
     assert "Note:" not in caption and "may not be" not in caption, caption
-    assert "On sm_90a, the main loop holds another loop" in caption, caption
 
 
 @needs_nvdisasm
@@ -197,6 +202,37 @@ def test_the_main_loop_is_the_innermost_loop_with_the_most_ffmas():
     assert inner.counts == {"FFMA": 2, "LDS.128": 1, "LDG": 1, "other": 4}
     assert inner.skippable == {"LDG": 1}  # the branch at 0x30 jumps over it
     assert inner.counter_step == 4
+
+
+# A warp-specialized kernel as NVRTC lays it out: the consumers' loop (FFMAs), the
+# producer's (a TMA copy), and a barrier wait's retry placed after the EXIT, branching
+# back to the top, around both loops and more FFMAs than either holds.
+RETRY = """\
+.text.k:
+.L_x_0:
+        /*0000*/                   SYNCS.PHASECHK.TRANS64.TRYWAIT P0, [UR4], R0 ;
+        /*0010*/              @!P0 BRA `(.L_x_9) ;
+.L_x_1:
+        /*0020*/                   FFMA R20, R8, R4, R20 ;
+        /*0030*/                   FFMA R21, R9, R5, R21 ;
+        /*0040*/              @P1 BRA `(.L_x_1) ;
+.L_x_2:
+        /*0050*/                   UTMALDG.2D [UR8], [UR10] ;
+        /*0060*/              @P2 BRA `(.L_x_2) ;
+        /*0070*/                   FFMA R22, R8, R4, R22 ;
+        /*0080*/                   EXIT ;
+.L_x_9:
+        /*0090*/                   BRA `(.L_x_0) ;
+"""
+
+
+def test_a_branch_back_from_past_the_kernels_end_is_no_main_loop():
+    instructions, labels = sass.functions(RETRY)["k"]
+    assert (0x00, 0x90) in [(lp.start, lp.end) for lp in sass.loops(instructions, labels)]
+    main = sass.main_loop(instructions, labels)
+    assert (main.start, main.end) == (0x20, 0x40)
+    copying = sass.copying_loop(instructions, labels, main)
+    assert (copying.start, copying.end) == (0x50, 0x60) and copying.counts["UTMALDG"] == 1
 
 
 def test_a_kernel_without_a_multiply_add_loop_is_refused_with_why():

@@ -306,10 +306,11 @@ the **FP32** tolerance, as the ladder is. This step is step 12 with the split: t
 splits A's slices in shared memory (A's small parts in `AsSmall`), the consumers split B's
 fragments as they load them. The tensor cores sum one slice of K at a time into `part`, and the
 FP32 lanes add each slice's sums into `acc` (promotion: the tensor cores' additions round toward
-zero, and over all of K that would show). Each slice is first scaled by a power of two, and its
-sums scaled back as they are promoted, so that inputs near either end of the float range keep
-their bits (written for you). It needs an sm_90a GPU (an H100 or H200); without one,
-the notebook compiles your kernel for it and the chapter shows what it does.""",
+zero, and over all of K that would show). A block whose rows of A or columns of B are far from 1
+scales them by powers of two before it splits them, so that inputs near either end of the float
+range keep their bits (written for you: `split_scaled`; your split serves every other block). It
+needs an sm_90a GPU (an H100 or H200); without one, the notebook compiles your kernel for it and
+the chapter shows what it does.""",
         task="""\
 Write the split, `__device__ __forceinline__ void split(float x, unsigned& big, unsigned&
 small)`, giving `big` and `small` as TF32 bit patterns (`to_tf32` rounds a float and returns
@@ -319,10 +320,10 @@ the consumer's loop: for each `kk`, add A's big and small parts (`descriptor(as 
 but small·small, the slice's first product starting `part` afresh. About 15 lines.""",
         regions=("split", "products"),
         hints=(
-            "`big = to_tf32(x); small = to_tf32(x - __uint_as_float(big));` is the split, "
-            "but for the top of FP32's range: within 2^-11 of 2^128, x rounds up to infinity, "
-            "and x - inf makes `small` infinite. Stop `big` at the largest TF32 value, "
-            "`copysignf(fminf(fabsf(rounded), 3.4011621e38f), x)`: then x - big is exact.",
+            "`to_tf32(x)` rounds x and gives the bits of `big`; `__uint_as_float(big)` is the "
+            "number they hold. `small` is what x - big leaves, rounded to TF32 the same way. "
+            "(No number your split sees comes near FP32's top: blocks whose numbers do are "
+            "split by `split_scaled`.)",
             "`wgmma_64xNx8<BM, false>(part, small[0], descriptor(as));` starts the slice's sum "
             "(A's big by B's small; `<false>`: part's old values are not added), "
             "`wgmma_64xNx8<BM, true>(...)` adds to it. The small terms first, then the big ones: "

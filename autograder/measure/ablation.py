@@ -34,12 +34,6 @@ class Variant:
         return f"{self.step} without {self.trick}"
 
 
-# Step 13 without its slices' powers of two: every shift 0 (kernels/13's scale_shift).
-_UNSCALED = (
-    "return biased == 255 || top == 0.0f ? 0 : max(-63, min(63, 127 - biased));",
-    "return 0;",
-)
-
 VARIANTS = (
     Variant(
         "the next slice's loads spread over the slice (all issued at its first k)",
@@ -119,27 +113,27 @@ VARIANTS = (
                 "wgmma_64xNx8<BM, true>(part, small[0], descriptor(as));",
             ),
             (
-                "acc[i] = fmaf(part[i], unscale[(i >> 1) & 1][32 * (i / 4) / BM], acc[i]);",
-                "acc[i] = part[i];",
+                "for (int i = 0; i < BM / 2; ++i) acc[i] += part[i];",
+                "for (int i = 0; i < BM / 2; ++i) acc[i] = part[i];",
             ),
-            _UNSCALED,  # one sum over all of K: every slice scaled alike
         ),
         step="13",
     ),
+    # Its pass over A and B before the product: with none, every largest magnitude is 0,
+    # and every block ordinary (as every block of the benchmark's inputs is anyway).
     Variant(
-        "scaling each slice by a power of two (no subnormal parts from tiny inputs)",
-        (_UNSCALED,),
-        step="13",
-    ),
-    Variant(
-        "the split's stop at the largest TF32 value (no NaN from inputs near FP32's top)",
+        "the pass that finds each row's and column's largest magnitude",
         (
-            ("  constexpr float LARGEST_TF32 = 3.4011621e38f;  // (2 - 2^-10) 2^127\n", ""),
             (
-                "copysignf(fminf(fabsf(__uint_as_float(to_tf32(x))), LARGEST_TF32), x);",
-                "__uint_as_float(to_tf32(x));",
+                "for (int piece = blockIdx.x; piece < pieces; piece += gridDim.x) {",
+                "for (int piece = pieces; piece < pieces; piece += gridDim.x) {",
             ),
         ),
+        step="13",
+    ),
+    Variant(
+        "the shortcut for ordinary blocks (every block scaled)",
+        (("if (__syncthreads_or(far)) {", "if (__syncthreads_or(true)) {"),),
         step="13",
     ),
 )

@@ -355,11 +355,27 @@ def _skippable(
 
 
 def main_loop(instructions: list[Instruction], labels: dict[str, int]) -> Loop:
-    """The loop whose body holds the most FFMAs (or HMMAs, HGMMAs); the innermost among equals."""
-    candidates = [lp for lp in loops(instructions, labels) if lp.math]
+    """The loop whose body holds the most FFMAs (or HMMAs, HGMMAs); the innermost among
+    equals. A backward branch whose body holds an EXIT is no loop of the kernel's: it is
+    a block the compiler placed after the kernel's end (the retry of an mbarrier wait,
+    say) jumping back into it."""
+    candidates = [lp for lp in loops(instructions, labels) if lp.math and not lp.opcodes["EXIT"]]
     if not candidates:
         raise NoMainLoop("no loop of this kernel holds an FFMA, HMMA or HGMMA")
     return max(candidates, key=lambda lp: (lp.math, -lp.instructions))
+
+
+def copying_loop(
+    instructions: list[Instruction], labels: dict[str, int], main: Loop
+) -> Loop | None:
+    """Where the main loop issues no TMA copy (a kernel whose warps specialize, steps 12
+    and 13: the consumers multiply, the producer copies), the loop that issues the most;
+    the shortest among equals. None where the main loop copies, or nothing does."""
+    if main.counts["UTMALDG"]:
+        return None
+    found = [lp for lp in loops(instructions, labels) if lp.counts["UTMALDG"]]
+    found = [lp for lp in found if not lp.opcodes["EXIT"]]
+    return max(found, key=lambda lp: (lp.counts["UTMALDG"], -lp.instructions), default=None)
 
 
 # ---- the evidence for one step on one architecture --------------------------------------------
@@ -393,18 +409,24 @@ class Evidence:
     k_source: str
     elements_per_thread: float  # of C, from the registry's launch geometry
     notes: tuple[str, ...] = field(default=())
+    # The producer's loop, where another warp than the main loop's issues the TMA copies
+    # (copying_loop): their counts come from it, one slice of K an iteration as well.
+    copying: Loop | None = None
+
+    def _counted(self, kind: str) -> Loop:
+        return self.copying if kind == "UTMALDG" and self.copying else self.loop
 
     def per_iteration(self, kind: str) -> int:
-        return self.loop.counts[kind]
+        return self._counted(kind).counts[kind]
 
     def per_k(self, kind: str) -> float:
-        return self.loop.counts[kind] / self.k_per_iteration
+        return self._counted(kind).counts[kind] / self.k_per_iteration
 
     def per_math(self, kinds) -> float | None:
         """Instructions of these classes per FFMA (or HMMA): e.g. LDS.128 per FFMA."""
         kinds = (kinds,) if isinstance(kinds, str) else kinds
         math = self.loop.math
-        return sum(self.loop.counts[k] for k in kinds) / math if math else None
+        return sum(self.per_iteration(k) for k in kinds) / math if math else None
 
     @property
     def math_name(self) -> str:
@@ -414,7 +436,7 @@ class Evidence:
     @property
     def shown(self) -> list[str]:
         """The classes present in the loop, in CLASSES order."""
-        return [c for c in CLASSES if self.loop.counts[c]]
+        return [c for c in CLASSES if self.per_iteration(c)]
 
     def table(self) -> str:
         """The report `python -m autograder sass` prints."""
@@ -428,6 +450,15 @@ class Evidence:
                 f"{self.loop.instructions} instructions; one iteration covers {k:g} values "
                 f"of k ({self.k_source})"
             ),
+            *(
+                [
+                    f"the producer's loop: 0x{self.copying.start:04x}-0x{self.copying.end:04x}, "
+                    f"{self.copying.instructions} instructions, one slice of K an iteration "
+                    "too: its TMA copies (UTMALDG) are counted there"
+                ]
+                if self.copying
+                else []
+            ),
             "",
             (
                 f"{'instruction':<12} {'per iteration':>14} {'per k':>9} "
@@ -436,7 +467,7 @@ class Evidence:
         ]
         rows = []
         for kind in self.shown:
-            skippable = self.loop.skippable[kind]
+            skippable = self._counted(kind).skippable[kind]
             rows.append(
                 f"{kind:<12} {self.per_iteration(kind):>14} {self.per_k(kind):>9.3g} "
                 f"{self.per_math(kind):>9.3f} {skippable or '':>16}"
@@ -489,7 +520,8 @@ def _evidence(source: str, expr: str, filename: str, arch: str) -> tuple:
     if symbol not in found:
         raise RuntimeError(f"{tool} printed no function {symbol} for {expr}")
     instructions, labels = found[symbol]
-    return compiled, str(tool), main_loop(instructions, labels)
+    main = main_loop(instructions, labels)
+    return compiled, str(tool), main, copying_loop(instructions, labels, main)
 
 
 def evidence(step: registry.Step | str, arch: str = "sm_90") -> Evidence:
@@ -500,7 +532,7 @@ def evidence(step: registry.Step | str, arch: str = "sm_90") -> Evidence:
     if not step.runs_on(arch):
         raise ValueError(f"{step.name} needs {step.needs}, not {arch}")
     source = step.source()
-    compiled, tool, loop = _evidence(source, step.name_expression, step.path.name, arch)
+    compiled, tool, loop, copying = _evidence(source, step.name_expression, step.path.name, arch)
     geometry = step.geometry
     elements = geometry.tile[0] * geometry.tile[1] / geometry.threads
     notes = []
@@ -541,6 +573,7 @@ def evidence(step: registry.Step | str, arch: str = "sm_90") -> Evidence:
         k_source=k_source,
         elements_per_thread=elements,
         notes=tuple(notes),
+        copying=copying,
     )
 
 

@@ -142,7 +142,7 @@ def gpu_launcher(
     sets the committed table aside, as on a GPU nobody tuned on); launch.function is
     the spec's own kernel either way, and launch.choose the dispatcher (its .first_use,
     where it tunes, says what tuning cost)."""
-    if spec.contract == "tma" and layered:
+    if spec.contract in ("tma", "scaled") and layered:
         return _layered(spec, tune, table)
     if spec.contract != "reduce":
         return _gpu_kernel(spec)
@@ -186,7 +186,10 @@ def _layered(spec: KernelSpec, tune: bool, table: bool):
 
     info = gpu.device_info()
     step09 = KernelSpec.from_step(registry.step("09"))
-    reduce = _gpu_kernel(step09)
+    # Built for the kernel's own target, as the kernel is, and so not by CuPy, which
+    # builds with -ftz=true (cupy/cupy#9576): its sums would flush layers' partial
+    # sums under 2^-126 to zero, where step 13 keeps FP32's subnormal numbers.
+    reduce = _gpu_kernel(replace(step09, target=spec.target))
     step = registry.step_of_kernel(spec.filename, spec.name_expression)
     rows = registry.block_rows(step)
 
@@ -257,22 +260,29 @@ _SCALARS = {"int": np.int32, "float": np.float32}
 def _gpu_kernel(spec: KernelSpec):
     """launch(*arguments, layers=1): spec's kernel over a grid `layers` deep, with the
     arguments of its contract. A "tma" kernel is given the GEMM's arguments too; it
-    gets its tensor maps of A and B here, made for each launch (tensor_maps)."""
+    gets its tensor maps of A and B here, made for each launch (tensor_maps); a "scaled"
+    kernel also its rows' and columns' largest magnitudes, found before each launch by
+    its file's own kernel (_largest)."""
     # An architecture-specific target is built for the GPU it names; on another,
     # CuPy builds for the GPU at hand, and the kernel's own #error says why not.
     target = spec.target if spec.target and spec.target[:-1] == gpu.device_info().arch else None
-    function = compiler.load(spec.source, spec.name_expression, spec.filename, GPU_OPTIONS, target)
+    scaled = spec.contract == "scaled"
+    names = (spec.name_expression, *([contract.SCALED_BY] if scaled else []))
+    function, *helpers = compiler.load_all(spec.source, names, spec.filename, GPU_OPTIONS, target)
     block = (*spec.geometry.block, 1)
     shared = spec.geometry.shared_bytes
     if shared:  # a kernel gets more than 48 KB of dynamic shared memory only on request
         function.max_dynamic_shared_size_bytes = shared
     kinds = [_SCALARS.get(p.types[0]) for p in contract.CONTRACTS[spec.contract].parameters]
     boxes = spec.geometry.tma_boxes
+    grid = 4 * gpu.device_info().sms  # of largest_magnitudes: four blocks an SM
 
     def launch(*arguments, layers: int = 1):
         M, N, K, _, A, B = arguments[:6]
         if boxes:
             arguments = (*arguments, *tensor_maps.maps(M, N, K, A, B, boxes))
+        if scaled:
+            arguments = (*arguments, _largest(helpers[0], grid, M, N, K, A, B))
         function(
             (*spec.geometry.grid(M, N), layers),
             block,
@@ -282,6 +292,20 @@ def _gpu_kernel(spec: KernelSpec):
 
     launch.function = function
     return launch
+
+
+def _largest(largest_magnitudes, grid: int, M: int, N: int, K: int, A, B):
+    """The largest magnitude of each row of A and each column of B, as a float's bits
+    (M + N of them), by the kernel file's own largest_magnitudes: 256 threads a block,
+    `grid` blocks, which take its pieces of A and B in turn. B's rows are those it has,
+    up to K, as its tensor map's (tensor_maps.maps)."""
+    import cupy
+
+    top = cupy.zeros(M + N, dtype=cupy.uint32)
+    rows_of_b = min(K, B.size // N) if N else K
+    scalars = (np.int32(M), np.int32(N), np.int32(K), np.int32(rows_of_b))
+    largest_magnitudes((grid,), (256,), (*scalars, A, B, top))
+    return top
 
 
 class GpuBackend(Backend):

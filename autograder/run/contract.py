@@ -1,10 +1,13 @@
 """The course's contracts: the parameters a kernel takes, as the grader calls it.
 
 Every step's kernel takes the GEMM contract, but step 09's split-K reduction,
-which takes the reduction's. A kernel declared otherwise (no alpha, C before A,
-a double) would be called with arguments it does not expect: on a GPU that
-reads garbage or crashes, on the CPU it does not link. Both backends check the
-declaration first (autograder.run.backends) and say where it differs from the contract.
+which takes the reduction's, and the Hopper steps: 12 takes tensor maps of A and B
+too (TMA), and 13 also the largest magnitude of each row of A and column of B
+(SCALED), found by a kernel of its own file that the host runs first. A kernel
+declared otherwise (no alpha, C before A, a double) would be called with arguments
+it does not expect: on a GPU that reads garbage or crashes, on the CPU it does not
+link. Both backends check the declaration first (autograder.run.backends) and say
+where it differs from the contract.
 """
 
 from __future__ import annotations
@@ -91,7 +94,19 @@ TMA = Contract(
         Parameter("mapB", ("TensorMap",)),
     ),
 )
-CONTRACTS = {"gemm": GEMM, "reduce": REDUCE, "tma": TMA}
+# The TMA contract, and the largest magnitude of each row of A and each column of B
+# (M + N of them, as a float's bits): step 13's, which scales each row and column by a
+# power of two before it splits them. Its file's own `largest_magnitudes` (SCALED_BY)
+# finds them before each launch (autograder.run.backends).
+SCALED = Contract(
+    "C = alpha * A * B + beta * C, with tensor maps of A and B and their rows' and "
+    "columns' largest magnitudes",
+    (*TMA.parameters, Parameter("top", ("const unsigned*", "unsigned*"), "M + N")),
+)
+SCALED_BY = "largest_magnitudes"
+# Kernels a contract's host runs before the step's own: never the kernel a file is run as.
+HELPERS = frozenset({SCALED_BY})
+CONTRACTS = {"gemm": GEMM, "reduce": REDUCE, "tma": TMA, "scaled": SCALED}
 # The GEMM contract's declaration, with NAME for the kernel's name.
 CONTRACT = GEMM.declaration("NAME")
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from ..ladder import registry
 from ..ladder.registry import Geometry, Step
+from . import contract
 
 
 class SpecError(ValueError):
@@ -170,12 +171,14 @@ def resolve(
         raise SpecError(f"{filename} defines no __global__ kernel")
     name = kernel.split("<")[0].strip() if kernel else None
     if name is None:
-        if len(kernels) > 1:
+        # A kernel the host runs before another (contract.HELPERS) is not the one meant.
+        own = [k for k in kernels if k not in contract.HELPERS] or list(kernels)
+        if len(own) > 1:
             raise SpecError(
-                f"{filename} defines {len(kernels)} kernels "
-                f"({', '.join(kernels)}): choose one with --kernel"
+                f"{filename} defines {len(own)} kernels "
+                f"({', '.join(own)}): choose one with --kernel"
             )
-        name = next(iter(kernels))
+        name = own[0]
     elif name not in kernels:
         raise SpecError(
             f"{filename} defines no __global__ kernel {name!r}; it defines {', '.join(kernels)}"
