@@ -5,7 +5,7 @@ strict FP32 (cuBLAS and 08's kernel, on the FP32 lanes) and TF32 (cuBLAS with
 TF32 and 12's kernel, on the tensor cores), each against a float64 product at
 M = N = 4096 and K = 4096 (or another K), and the exact sum of the three
 products of the inputs split as they are (what 13 would give if the tensor
-cores added exactly and it did not scale its slices first), on four kinds of
+cores added exactly and it scaled nothing first), on four kinds of
 input: standard normal; magnitudes spread over
 twelve decades (an ill-conditioned mix, where a few terms dominate each sum); A
 so small (about 2^-120) that the small parts of its split fall below FP32's
@@ -65,7 +65,7 @@ INPUTS = {
 
 def split_exact_sum(A, B):
     """The three products of the inputs split as they are (unscaled: kernels/13 scales
-    each slice by a power of two first), summed in float64. The split is made on the
+    the rows and columns of blocks far from 1 by powers of two first), summed in float64. The split is made on the
     host: CuPy's elementwise kernels flush subnormal results to zero, and would lose
     even the bits of A's small parts near 2^-131 that a subnormal TF32 value keeps."""
     (a, a_small), (b, b_small) = (accuracy.split(x) for x in (A.get(), B.get()))
