@@ -179,3 +179,18 @@ def test_untuned_step_09_is_never_slower_than_step_08_alone_beyond_noise(path):
         ours, theirs = rows["09_by_shape", M, N, K], rows["08_pipelining", M, N, K]
         noise = math.hypot(ours.noise_pct, theirs.noise_pct) / 100
         assert ours.gflops >= (1 - 3 * noise) * theirs.gflops, (M, N, K)
+
+
+def test_a_row_records_which_version_of_its_steps_kernel_ran():
+    """A step's rows (an ablation variant's too) carry the fingerprint of the step's file
+    as it was when timed; a kernel of no step, its own source's."""
+    from autograder.ladder import registry
+    from autograder.measure import ablation
+    from autograder.run.kernel import KernelSpec
+
+    step = registry.step("08")
+    assert bench._source(KernelSpec.from_step(step)) == step.fingerprint
+    (variant, *_) = ablation.variants("08")
+    assert bench._source(ablation.spec(variant)) == step.fingerprint
+    mine = KernelSpec('extern "C" __global__ void mine() {}', "mine.cu", "mine", step.geometry)
+    assert bench._source(mine) == registry.fingerprint(mine.source) != step.fingerprint

@@ -306,6 +306,44 @@ def test_comments_are_cut_but_strings_kept():
     ]
 
 
+def test_every_committed_benchmark_row_of_a_step_names_the_version_of_its_kernel():
+    from autograder.measure import bench
+
+    for path in sorted(figures.DATA.glob("*.csv")):
+        if not path.read_text().startswith("kernel,M,N,K,gflops,cublas_gflops"):
+            continue
+        for r in bench.read_csv(path):
+            if r.kernel[:2].isdigit():
+                assert re.fullmatch(r"[0-9a-f]{12}", r.source), (
+                    f"{path.name}: {r.kernel} at {r.M}x{r.N}x{r.K} does not record its "
+                    "kernel's fingerprint (autograder bench writes it)"
+                )
+
+
+def test_an_ablation_of_an_earlier_kernel_says_so_under_its_table_and_one_of_todays_does_not(
+    tmp_path, monkeypatch
+):
+    from autograder.measure import ablation, bench
+
+    def row(kernel, gflops, source):
+        return bench.Row(kernel, 4096, 4096, 4096, gflops, 50000.0, 100 * gflops / 50000.0,
+                         0.0, "Test GPU", "2026-11-23", "13.2", "14.2.0",
+                         10, 0.5, 10, 0.5, "", source)  # fmt: skip
+
+    monkeypatch.setattr(figures.tuning, "DATA", tmp_path)  # where the ablation reads
+    whole, today = registry.step(ablation.STEP).name, registry.step(ablation.STEP).fingerprint
+    for source, said in ((today, False), ("0" * 12, True)):
+        rows = [row(whole, 50000.0, source)]
+        rows += [row(v.label, 40000.0, source) for v in ablation.variants()]
+        bench.write_csv(rows, tmp_path / "ablation_test_gpu.csv")
+        caption = figures.ablation_table().data
+        sentence = (
+            "The figures of 08 are of an earlier version of its kernel, measured on 2026-11-23"
+        )
+        assert (sentence in caption) == said, caption
+    assert figures.measured_earlier([row(bench.CUBLAS_TF32, 1.0, "")]) == ""
+
+
 def test_the_ablation_table_gives_each_tricks_worth_from_the_committed_rows(tmp_path, monkeypatch):
     from autograder.measure import ablation, bench
 

@@ -36,6 +36,7 @@ import numpy as np
 
 from ..judge.checker import ALPHA, SENTINEL
 from ..judge.timing import NOISY_ERROR, Verifier, gflops, sample
+from ..ladder import registry
 from ..ladder.registry import DATA_DIR
 from ..run import gpu, gpu_lock, paths
 from ..run.kernel import KernelSpec
@@ -89,6 +90,10 @@ class Row:
     # tensor cores in some layers of K, or step 09's FP32 GEMM; run.paths); "" where it
     # is the kernel itself, and in files written before the column was.
     path: str = ""
+    # Which version of the kernel ran: the fingerprint of its step's file as it was
+    # (registry.fingerprint; an ablation variant's, of the file it was made from), so
+    # that the book can say when a figure is of an earlier version; "" for cuBLAS's.
+    source: str = ""
 
     @property
     def ran_fp32(self) -> bool:
@@ -170,6 +175,7 @@ def bench(
         )
         for name, spec in specs.items()
     }
+    sources = {name: _source(spec) for name, spec in specs.items()}
     rng = cupy.random.default_rng()
     rows = []
     for M, N, K in tqdm(list(map(parse_size, sizes)), disable=not progress, unit="shape"):
@@ -254,9 +260,17 @@ def bench(
                     len(cublas.seconds),
                     round(100 * cublas.noise, 2),
                     path_of.get(name, ""),
+                    sources.get(name, ""),
                 )
             )
     return rows
+
+
+def _source(spec: KernelSpec) -> str:
+    """The fingerprint of the file of the step spec's kernel is (a variant's too), or of
+    spec's own source where it is no step's."""
+    step = registry.step_of_kernel(spec.filename, spec.name_expression)
+    return step.fingerprint if step else registry.fingerprint(spec.source)
 
 
 def table(rows: list[Row]) -> str:

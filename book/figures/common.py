@@ -77,7 +77,33 @@ def provenance(rows: list[bench.Row]) -> str:
     return (
         f"Measured by `python -m autograder bench` on an {first.gpu}, {first.date}, "
         f"CUDA {first.cuda}, CuPy {first.cupy}; cuBLAS with TF32 off in the same run "
-        f"(data: `book/data/bench_*.csv`)."
+        f"(data: `book/data/bench_*.csv`).{measured_earlier(rows)}"
+    )
+
+
+def measured_earlier(rows: list[bench.Row]) -> str:
+    """What a page says under figures of earlier versions of their kernels (a row's
+    fingerprint is not its step's file's today), as a sentence after a space; nothing
+    where every row is of the kernel as it is, or of no step (cuBLAS)."""
+    stale = {}
+    for r in rows:
+        step = r.kernel[:2]
+        if r.source and step.isdigit() and r.source != registry.step(step).fingerprint:
+            stale.setdefault(step, set()).add(r.date)
+    return f" {_earlier(stale, 'measured')}" if stale else ""
+
+
+def _earlier(stale: dict[str, set[str]], how: str) -> str:
+    """'The figures of 08 and 12 are of earlier versions of their kernels, measured on
+    2026-11-27: their code has changed since.' stale: the dates, by step."""
+    one = len(stale) == 1
+    steps = sorted(stale)
+    named = steps[0] if one else ", ".join(steps[:-1]) + " and " + steps[-1]
+    dates = ", ".join(sorted(set().union(*stale.values())))
+    versions = "an earlier version of its kernel" if one else "earlier versions of their kernels"
+    return (
+        f"The figures of {named} are of {versions}, {how} on {dates}: "
+        f"{'its' if one else 'their'} code has changed since."
     )
 
 
@@ -108,6 +134,7 @@ def _run_source(rows: list[bench.Row]) -> str:
     return (
         f"{first.gpu}, {first.date}, CUDA {first.cuda}, CuPy {first.cupy}: "
         f"`python -m autograder bench {_steps_timed(rows)}`; {bench.sampling(rows)}."
+        f"{measured_earlier(rows)}"
     )
 
 
@@ -225,12 +252,7 @@ def profile_row(step, size=LARGEST) -> dict:
 def profiled_earlier(row: dict) -> str:
     """What a page says of figures from a profile of an earlier version of the kernel
     (profile_row's `earlier`), as a sentence; nothing for a profile of the kernel as it is."""
-    if not row["earlier"]:
-        return ""
-    return (
-        f"The figures of {row['kernel'][:2]} are of an earlier version of its kernel, "
-        f"profiled on {row['date']}: its code has changed since."
-    )
+    return _earlier({row["kernel"][:2]: {row["date"]}}, "profiled") if row["earlier"] else ""
 
 
 class Text(str):

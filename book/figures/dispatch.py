@@ -20,6 +20,7 @@ from .common import (
     _kernel,
     _size,
     _size_label,
+    measured_earlier,
     not_measured,
     show,
 )
@@ -89,7 +90,8 @@ def learner_gpus() -> Markdown:
                 f"| {gpu} | {label} | {both(pct(name09, False))} | {both(pct(name09, True))} "
                 f"| {both(alone)} | `{prefix}{_slug(gpu)}.csv` |"
             )
-    return Markdown("\n".join(lines))
+    said = measured_earlier([r for _, read, _ in sources for r in read()])
+    return Markdown("\n".join(lines) + (f"\n\n{said.strip()}" if said else ""))
 
 
 def most_plans_timed(gpu_name: str = "H100 SXM") -> tuple[int, str]:

@@ -21,6 +21,7 @@ from .common import (
     SMALL,
     _size_label,
     bench_row,
+    measured_earlier,
     tensor_core_rows,
     tensor_core_sweep,
 )
@@ -186,6 +187,7 @@ def ladder_end(size=LARGEST) -> Markdown:
         f"({r.cublas_gflops:,.0f} GFLOP/s, strict FP32, in the same run) and "
         f"{r.pct_peak:.1f}% of the GPU's FP32 peak, {r.gflops / r0.gflops:,.0f} times step "
         f"{first.id}. Measured on an {r.gpu}, {r.date} (`book/data/bench_*.csv`)."
+        f"{measured_earlier([r])}"
     )
 
 

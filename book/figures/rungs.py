@@ -26,6 +26,7 @@ from .common import (
     _step_and_before,
     _steps_timed,
     beyond_results,
+    measured_earlier,
     not_measured,
     provenance,
     results,
@@ -131,7 +132,7 @@ def beyond() -> Markdown:
         f"CUDA {first.cuda}, CuPy {first.cupy}; cuBLAS is strict FP32 (TF32 off), timed in "
         "the same run, and cuBLAS_TF32 is cuBLAS with TF32 on (data: "
         '`book/data/beyond_*.csv`). For 11, 12 and 13, the "% FP32 peak" passes 100%: tensor '
-        "cores are not FP32 lanes."
+        f"cores are not FP32 lanes.{measured_earlier(rows)}"
     )
 
 

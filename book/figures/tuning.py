@@ -19,6 +19,7 @@ from .common import (
     WIDTH,
     _size,
     _size_label,
+    measured_earlier,
     show,
 )
 
@@ -378,7 +379,7 @@ def ablation_table(step_id: str = "08") -> Markdown:
     first = rows[0]
     lines.append(
         f"\nMeasured by `{command}` on an {first.gpu}, "
-        f"{first.date}, CUDA {first.cuda}, CuPy {first.cupy}."
+        f"{first.date}, CUDA {first.cuda}, CuPy {first.cupy}.{measured_earlier(rows)}"
     )
     return Markdown("\n".join(lines))
 
