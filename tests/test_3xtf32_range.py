@@ -48,6 +48,37 @@ def _product(changes, A, B):
     return C.get()
 
 
+# The pass without its rowsB, and under another name.
+WITHOUT_ROWS = (
+    "int M, int N, int K, int rowsB, const float* A",
+    "int M, int N, int K, const float* A",
+)
+RENAMED = ("largest_magnitudes(int M", "find_largest(int M")
+
+
+@pytest.mark.parametrize(
+    "change, says",
+    [
+        (None, None),  # the course's file
+        (WITHOUT_ROWS, "largest_magnitudes at 13_wgmma_3xtf32.cu:.*it has no rowsB"),
+        (RENAMED, "defines no kernel largest_magnitudes: the grader runs it before the GEMM"),
+    ],
+)
+def test_the_pass_before_the_gemm_is_held_to_its_contract_before_anything_is_built(change, says):
+    """The host calls the file's largest_magnitudes with M, N, K, B's rows, A, B and top:
+    declared otherwise, or missing (a learner's file holds it too), the kernel is refused
+    as a compile error that says how it is called, not launched with arguments it does
+    not expect."""
+    from autograder.run import backends, compiler
+
+    spec = KernelSpec.from_step(STEP)
+    if change is None:
+        backends._check_contract(spec)
+        return
+    with pytest.raises(compiler.CompileError, match=says):
+        backends._check_contract(substituted(spec, (change,)))
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("M, N, K, rows_of_b", [(37, 29, 2500, 2500), (300, 70, 130, 97)])
 def test_the_pass_finds_each_rows_and_columns_largest_magnitude(hopper, M, N, K, rows_of_b):

@@ -60,11 +60,15 @@ def _refuse_unlaunchable(spec: KernelSpec, max_threads: int, why_fewer: str = ""
 
 
 def _check_contract(spec: KernelSpec) -> None:
-    """A kernel that does not take the contract's parameters, told as a compile error."""
+    """A kernel that does not take the contract's parameters, or a file without a kernel
+    the contract's host runs before it (contract.BEFORE) or with one declared otherwise,
+    told as a compile error."""
     try:
         contract.check(
             spec.source, spec.name_expression, spec.filename, contract.CONTRACTS[spec.contract]
         )
+        for name, terms in contract.BEFORE.get(spec.contract, ()):
+            contract.check(spec.source, name, spec.filename, terms, required=True)
     except contract.Mismatch as e:
         raise compiler.CompileError(spec.filename, str(e), contract.CHECKER) from None
 

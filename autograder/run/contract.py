@@ -104,8 +104,23 @@ SCALED = Contract(
     (*TMA.parameters, Parameter("top", ("const unsigned*", "unsigned*"), "M + N")),
 )
 SCALED_BY = "largest_magnitudes"
+# That pass, as the host calls it: B's first rowsB rows are those it has (up to K).
+LARGEST = Contract(
+    "the largest magnitude of each row of A and each column of B, into top",
+    (
+        Parameter("M", _INT),
+        Parameter("N", _INT),
+        Parameter("K", _INT),
+        Parameter("rowsB", _INT),
+        Parameter("A", ("const float*", "float*"), "M * K"),
+        Parameter("B", ("const float*", "float*"), "rowsB * N"),
+        Parameter("top", ("unsigned*", "unsigned int*"), "M + N"),
+    ),
+)
+# What a contract's host runs before its kernel, by name, and the contract it calls it by.
+BEFORE = {"scaled": ((SCALED_BY, LARGEST),)}
 # Kernels a contract's host runs before the step's own: never the kernel a file is run as.
-HELPERS = frozenset({SCALED_BY})
+HELPERS = frozenset(name for helpers in BEFORE.values() for name, _ in helpers)
 CONTRACTS = {"gemm": GEMM, "reduce": REDUCE, "tma": TMA, "scaled": SCALED}
 # The GEMM contract's declaration, with NAME for the kernel's name.
 CONTRACT = GEMM.declaration("NAME")
@@ -128,9 +143,16 @@ def _parameter_type(declaration: str) -> str:
     return ("const " if "const" in pointee else "") + base + stars
 
 
-def check(source: str, name_expression: str, filename: str, contract: Contract = GEMM) -> None:
+def check(
+    source: str,
+    name_expression: str,
+    filename: str,
+    contract: Contract = GEMM,
+    required: bool = False,
+) -> None:
     """Raise Mismatch, saying where, when the kernel named by name_expression
-    does not take the contract's parameters. A kernel not found is left to the compiler."""
+    does not take the contract's parameters. A kernel not found is left to the compiler,
+    but a `required` one (a kernel the host runs before the file's own: BEFORE)."""
     expected = tuple((p.name, p.types) for p in contract.parameters)
     name = name_expression.split("<", 1)[0].strip().split("::")[-1]
     code = code_only(source)
@@ -167,3 +189,8 @@ def check(source: str, name_expression: str, filename: str, contract: Contract =
                 f"({own}): {'; '.join(differences)}"
             )
         return
+    if required:
+        raise Mismatch(
+            f"{filename} defines no kernel {name}: the grader runs it before the GEMM, as "
+            f"{contract.declaration(name)} ({contract.name})"
+        )
