@@ -67,7 +67,7 @@ def _built(step_id: str, arch: str) -> compiler.Compiled:
     """The step's kernels built for arch by NVRTC, once per test session: its GEMM, and
     for step 13 the pass before it (contract.SCALED_BY)."""
     step = registry.step(step_id)
-    names = [step.name_expression, *([contract.SCALED_BY] if step.contract == "scaled" else [])]
+    names = [step.name_expression, *(name for name, _ in contract.BEFORE.get(step.contract, ()))]
     return compiler.compile_for_arch(step.source(), names, arch, step.path.name)
 
 

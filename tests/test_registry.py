@@ -37,7 +37,7 @@ def test_file_defines_the_registered_kernel_with_the_registered_parameters(step)
     source = step.source()
     kernels = global_kernels(source)
     # Beside it, only a kernel its contract's host runs before it (step 13's pass).
-    helpers = [contract.SCALED_BY] if step.contract == "scaled" else []
+    helpers = [name for name, _ in contract.BEFORE.get(step.contract, ())]
     assert sorted(kernels) == sorted([step.kernel, *helpers])
     assert kernels[step.kernel] == bool(step.params)
     if step.params:

@@ -270,8 +270,8 @@ def _gpu_kernel(spec: KernelSpec):
     # An architecture-specific target is built for the GPU it names; on another,
     # CuPy builds for the GPU at hand, and the kernel's own #error says why not.
     target = spec.target if spec.target and spec.target[:-1] == gpu.device_info().arch else None
-    scaled = spec.contract == "scaled"
-    names = (spec.name_expression, *([contract.SCALED_BY] if scaled else []))
+    before = [name for name, _ in contract.BEFORE.get(spec.contract, ())]
+    names = (spec.name_expression, *before)
     function, *helpers = compiler.load_all(spec.source, names, spec.filename, GPU_OPTIONS, target)
     block = (*spec.geometry.block, 1)
     shared = spec.geometry.shared_bytes
@@ -285,7 +285,7 @@ def _gpu_kernel(spec: KernelSpec):
         M, N, K, _, A, B = arguments[:6]
         if boxes:
             arguments = (*arguments, *tensor_maps.maps(M, N, K, A, B, boxes))
-        if scaled:
+        if before:  # step 13's pass (contract.SCALED_BY), the one kernel run before another
             arguments = (*arguments, _largest(helpers[0], grid, M, N, K, A, B))
         function(
             (*spec.geometry.grid(M, N), layers),
@@ -306,8 +306,7 @@ def _largest(largest_magnitudes, grid: int, M: int, N: int, K: int, A, B):
     import cupy
 
     top = cupy.zeros(M + N, dtype=cupy.uint32)
-    rows_of_b = min(K, B.size // N) if N else K
-    scalars = (np.int32(M), np.int32(N), np.int32(K), np.int32(rows_of_b))
+    scalars = (np.int32(M), np.int32(N), np.int32(K), np.int32(tensor_maps.rows_of(B, N, K)))
     largest_magnitudes((grid,), (256,), (*scalars, A, B, top))
     return top
 
