@@ -27,14 +27,14 @@
 // 128 rows of C at most (wgmma's N = 128), where step 12's covers 256.
 //
 // A small part under 2^-126 is a subnormal float, which TF32 keeps to fewer
-// bits, and near 2^128 the big part rounds up to infinity. A first kernel,
-// largest_magnitudes, finds the largest magnitude of each row of A and each
-// column of B in one pass before the product. A block whose rows and columns
-// are all far from both ends (ordinary: most matrices' every block) splits
-// its numbers as they are; any other scales each row and column by the power
-// of two that brings its largest magnitude to [1, 2) before it splits them,
-// and C back as it is written (scale_shift), which keeps inputs near either
-// end of the float range as accurate as FP32 keeps them.
+// bits, and near 2^128 the big part rounds up to infinity. So each block notes
+// the largest magnitude of each of its rows of A and columns of B as it splits
+// them. A block whose rows and columns were all far from both ends
+// (ordinary: most matrices' every block) is done; any other multiplies its
+// slices again, each row and column scaled by the power of two that brings
+// its largest magnitude to [1, 2) before it is split, and C back as it is
+// written (scale_shift), which keeps inputs near either end of the float
+// range as accurate as FP32 keeps them.
 //
 // What changes from step 12 (the chapter shows the difference line by line):
 // the producer warpgroup, idle between its copies, splits each slice of A
@@ -160,12 +160,22 @@ __device__ __forceinline__ void split_scaled(float x, float scale, unsigned& big
 }
 // [docs:stop-end]
 
+// [docs:note]
+// The largest magnitude seen so far: one instruction (FMNMX, with |x| for
+// free). A NaN is passed over: it makes its sums NaN, scaled or not.
+__device__ __forceinline__ void note(float& largest, float x) {
+  largest = fmaxf(largest, fabsf(x));
+}
+
+// [docs:note-end]
+
 // The producer's split of a lane's QUADS float4s of a slice of A, 32 apart
 // from big[lane]: the big parts in place, the small ones at the same offsets
-// from small; row i's scaled by scale[i] where SCALED.
+// from small. Scaled, row i's by scale[i]; else noting row i's largest
+// magnitude in largest[i] (note, above).
 template <bool SCALED, int QUADS>
 __device__ __forceinline__ void split_rows(float4* big, float4* small, const float (&scale)[QUADS],
-                                           int lane) {
+                                           float (&largest)[QUADS], int lane) {
   float4 x[QUADS];  // all loaded before any store: the stores cannot hold them up
 #pragma unroll
   for (int i = 0; i < QUADS; ++i) x[i] = big[lane + 32 * i];
@@ -176,6 +186,12 @@ __device__ __forceinline__ void split_rows(float4* big, float4* small, const flo
     split_scaled<SCALED>(x[i].y, scale[i], b[1], l[1]);
     split_scaled<SCALED>(x[i].z, scale[i], b[2], l[2]);
     split_scaled<SCALED>(x[i].w, scale[i], b[3], l[3]);
+    if (!SCALED) {
+      note(largest[i], x[i].x);
+      note(largest[i], x[i].y);
+      note(largest[i], x[i].z);
+      note(largest[i], x[i].w);
+    }
     big[lane + 32 * i] = make_float4(__uint_as_float(b[0]), __uint_as_float(b[1]),
                                      __uint_as_float(b[2]), __uint_as_float(b[3]));
     small[lane + 32 * i] = make_float4(__uint_as_float(l[0]), __uint_as_float(l[1]),
@@ -187,72 +203,25 @@ __device__ __forceinline__ void split_rows(float4* big, float4* small, const flo
 // The small part of a number under 2^-115 is a subnormal float, which TF32
 // keeps to fewer bits (or none), and near 2^128 the big part rounds up to
 // infinity: there 3xTF32 would lose what FP32 keeps. A row of A or column of
-// B whose largest magnitude, top (a float's bits), is ordinary, in
-// [2^-50, 2^50) (or 0), is far from both, and so are its products with
-// another's: a block whose rows and columns are all ordinary splits its
-// numbers as they are. Any other block scales each row and column by
-// 2^shift, the power of two that brings its largest magnitude to [1, 2),
-// before it splits them, and C back as it is written: exact both ways. A row
-// of infinities or NaN is not scaled: they pass through as they would in FP32.
-__device__ __forceinline__ bool ordinary(unsigned top) {
-  return top == 0 || (top >= 0x26800000u && top < 0x58800000u);  // 2^-50, 2^50
+// B whose largest magnitude over the block's slices, top (a float's bits), is
+// ordinary, in [2^-50, 2^50) (or 0), is far from both, and so are its
+// products with another's: numbers split as they are give the right sums.
+// Any other is scaled by 2^shift, the power of two that brings its largest
+// magnitude to [1, 2), before it is split, and C back as it is written: exact
+// both ways. A row of infinities or NaN is not scaled: they pass through as
+// they would in FP32.
+__device__ __forceinline__ bool ordinary(float top) {
+  return top == 0.0f || (top >= 0x1p-50f && top < 0x1p50f);
 }
-__device__ __forceinline__ int scale_shift(unsigned top) {
-  const int biased = top >> 23;  // top >= 0
-  return top >= 0x7f800000u || top == 0 ? 0 : max(-126, min(126, 127 - biased));
+__device__ __forceinline__ int scale_shift(float top) {
+  const int biased = __float_as_uint(top) >> 23;  // top >= 0
+  return isinf(top) || top == 0.0f ? 0 : max(-126, min(126, 127 - biased));
 }
 __device__ __forceinline__ float pow2(int e) {  // 2^e for |e| <= 126
   return __uint_as_float(static_cast<unsigned>(e + 127) << 23);
 }
 // [docs:scale-end]
 
-// [docs:largest]
-// Before the product: the largest magnitude in each row of A (M x K) and each
-// column of B (its first rowsB rows: those it has, where K was rounded up past
-// them), into top[m] and top[M + n], zeroed by the host. Magnitudes are kept
-// as their bits, which order as unsigned integers do (NaN's above infinity's),
-// so that atomicMax combines what the blocks found. The work comes in pieces
-// of CHUNK values of k: 8 rows of A (a warp each), or 32 columns of B (a lane
-// each), read as they lie; the blocks take pieces in turn, whatever the grid.
-constexpr int CHUNK = 1024;
-__global__ void __launch_bounds__(256)
-largest_magnitudes(int M, int N, int K, int rowsB, const float* A, const float* B, unsigned* top) {
-  __shared__ unsigned found[8][32];
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int chunks = (K + CHUNK - 1) / CHUNK;
-  const int piecesA = (M + 7) / 8 * chunks, pieces = piecesA + (N + 31) / 32 * chunks;
-  for (int piece = blockIdx.x; piece < pieces; piece += gridDim.x) {
-    unsigned largest = 0;  // the bits of the largest magnitude this thread read
-    if (piece < piecesA) {
-      const int m = piece / chunks * 8 + warp;
-      const int k0 = piece % chunks * CHUNK, end = min(K, k0 + CHUNK);
-      if (m >= M) continue;  // the whole warp: m is the warp's
-      const float* row = A + static_cast<size_t>(m) * K;
-#pragma unroll 8
-      for (int k = k0 + lane; k < end; k += 32)
-        largest = max(largest, __float_as_uint(fabsf(row[k])));
-      for (int lanes = 16; lanes > 0; lanes /= 2)
-        largest = max(largest, __shfl_xor_sync(0xffffffffu, largest, lanes));
-      if (lane == 0) atomicMax(&top[m], largest);
-      continue;
-    }
-    const int n = (piece - piecesA) / chunks * 32 + lane;
-    const int k0 = (piece - piecesA) % chunks * CHUNK, end = min(rowsB, k0 + CHUNK);
-    if (n < N) {
-#pragma unroll 8
-      for (int k = k0 + warp; k < end; k += 8)
-        largest = max(largest, __float_as_uint(fabsf(B[static_cast<size_t>(k) * N + n])));
-    }
-    found[warp][lane] = largest;
-    __syncthreads();
-    if (warp == 0 && n < N) {
-      for (int w = 1; w < 8; ++w) largest = max(largest, found[w][lane]);
-      atomicMax(&top[M + n], largest);
-    }
-    __syncthreads();  // found is free for the next piece
-  }
-}
-// [docs:largest-end]
 __device__ __forceinline__ void wgmma_fence() {
   asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 }
@@ -322,205 +291,160 @@ __device__ __forceinline__ void wgmma_64xNx8(float (&d)[N / 2], const unsigned (
 // [docs:helpers-end]
 
 // [docs:kernel]
-// The kernel's work, for a block whose numbers are split as they are or one
-// whose rows and columns are scaled first (SCALED: the kernel below decides).
-template <int BM, int BN, int STAGES, bool SCALED>
-__device__ __forceinline__ void multiply(int M, int N, int K, float alpha, const float* A,
-                                         const float* B, float beta, float* C,
-                                         const TensorMap& mapA, const TensorMap& mapB,
-                                         const unsigned* top) {
+// One block's share of the product, and where its slices pass through shared
+// memory: what its producer and its consumers (below) both need.
+template <int BM, int BN, int STAGES>
+struct Block {
   // [docs:params]
   // BM: rows of C per block, wgmma's N (128 at most here: 256 leaves no
   // registers for `part`; 64 where C has few rows)
-  constexpr int BK = 32;   // one 128-byte swizzled row of floats per slice
-  constexpr int CONSUMERS = BN / 64;  // warpgroups that multiply, 64 columns of C each
-  constexpr int A_FLOATS = BM * BK;   // one slice of A: BM rows of BK
-  constexpr int B_FLOATS = BK * BN;   // one slice of B: BN / 32 boxes of BK x 32
+  static constexpr int BK = 32;   // one 128-byte swizzled row of floats per slice
+  static constexpr int CONSUMERS = BN / 64;  // warpgroups that multiply, 64 columns of C each
+  static constexpr int A_FLOATS = BM * BK;   // one slice of A: BM rows of BK
+  static constexpr int B_FLOATS = BK * BN;   // one slice of B: BN / 32 boxes of BK x 32
   // [docs:params-end]
-  static_assert(BN % 64 == 0 && CONSUMERS >= 1, "each consumer warpgroup takes 64 columns");
-  static_assert(STAGES >= 2, "one slice to multiply, at least one arriving");
+  int M, N, K;
+  const float *A, *B;
+  const TensorMap *mapA, *mapB;
+  int row, col;        // the block's first row and column of C
+  int kFirst, slices;  // its first k, and how many slices of BK from there are its
+  bool tmaA, tmaB;     // whether TMA copies each matrix (else cp.async, float by float)
+  float *As, *AsSmall, *Bs;
+  unsigned long long *full, *ready, *empty;
+};
 
-  // Tiles in dynamic shared memory, each buffer on a 1024-byte boundary (the
-  // swizzle's period); the launch gives 1024 bytes of slack for that.
-  extern __shared__ unsigned char raw[];
-  // (Offset from raw itself, so that the compiler still knows these are
-  // shared-memory addresses and loads them with LDS, not generic loads.)
-  float* const tiles = reinterpret_cast<float*>(raw + ((1024 - smem(raw) % 1024) % 1024));
-  float* const As = tiles;  // As[s]: BM rows x BK, swizzled; A's big parts, once split
-  float* const AsSmall = tiles + STAGES * A_FLOATS;  // their small parts, laid out alike
-  float* const Bs = tiles + 2 * STAGES * A_FLOATS;   // Bs[s]: BN / 32 boxes of BK rows x 32
-  // ready[s]: the producer's threads have split slice s of A (one arrival each).
-  __shared__ unsigned long long full[STAGES], ready[STAGES], empty[STAGES];
 
-  const int blockRow = blockIdx.y * BM;
-  const int blockCol = blockIdx.x * BN;
-  // Split-K (a grid gridDim.z layers deep, as step 09 runs step 08's kernel):
-  // layer z multiplies its own run of slices, from k = kFirst, and writes its
-  // partial product to the z-th of gridDim.z matrices of M x N laid out from C.
-  const int perLayer = ((K + BK - 1) / BK + gridDim.z - 1) / gridDim.z;
-  const int kFirst = blockIdx.z * perLayer * BK;
-  const int slices = max(0, min(perLayer, (K - kFirst + BK - 1) / BK));
-  C += static_cast<size_t>(blockIdx.z) * M * N;
-  // TMA describes a matrix whose rows start at 16-byte multiples; the host
-  // encoded a map for each matrix exactly when this holds.
-  const bool tmaA = K % 4 == 0 && reinterpret_cast<size_t>(A) % 16 == 0;
-  const bool tmaB = N % 4 == 0 && reinterpret_cast<size_t>(B) % 16 == 0;
-  // full[s]: one arrival announcing the TMA bytes, plus one per producer
-  // thread when any matrix is copied float by float.
-  const int fullCount = (tmaA || tmaB ? 1 : 0) + (tmaA && tmaB ? 0 : 128);
-  const int tmaBytes = 4 * ((tmaA ? A_FLOATS : 0) + (tmaB ? B_FLOATS : 0));
+// Lane (g, q) of warp w holds rows g and g + 8 of the warpgroup's 16w..16w+15
+// of B^T (columns of C) for wgmma. Which 64 columns of C those 64 rows are
+// is ours to choose, as long as the epilogue agrees: column(j, g) spreads the
+// 8 lanes that share q over both halves of a swizzled row, so that one load
+// from Bs hits 32 different banks (j = 2 * warp + (row >= 8)).
+__device__ __forceinline__ int column(int j, int g) {
+  return (g & 3) + 16 * (g >> 2) + 4 * (j & 3) + 32 * (j >> 2);
+}
 
-  const int warpgroup = threadIdx.x / 128;
-  if (threadIdx.x == 0) {
-    for (int s = 0; s < STAGES; ++s) {
-      bar_init(&full[s], fullCount);
-      bar_init(&ready[s], 128);
-      bar_init(&empty[s], 128 * CONSUMERS);  // every consumer thread
-    }
-    // Make the initialized barriers visible to the copy engine.
-    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-  }
-  __syncthreads();
-
-  // [docs:producer]
-  if (warpgroup == 0) {
-    // The producer needs few registers: give the rest to the consumers.
-    // (64: a warp holds its rows of a slice of A, 32 floats a thread.)
-    asm volatile("setmaxnreg.dec.sync.aligned.u32 64;\n");
-    const int p = threadIdx.x;  // 0..127
-    // Slices are split LAG slices after their copies start, so that LAG + 1
-    // are on their way at once: STAGES - 2, since the copy of slice t waits
-    // for the consumers to finish slice t - STAGES (none with two stages).
-    constexpr int LAG = STAGES - 2;
-    // Warp w splits rows w BM / 4 on (a swizzled row is 128 contiguous bytes),
-    // each lane QUADS float4s, 32 apart: rows w BM / 4 + lane / 8 + 4i of the
-    // block. Scaled, each row by its own power of two: the same in every slice.
-    constexpr int QUADS = BM / 4 * BK / 4 / 32;
-    const int w = p / 32, lane = p % 32;
-    float scale[QUADS];
-#pragma unroll
-    for (int i = 0; i < QUADS; ++i) {
-      const int row = blockRow + w * BM / 4 + lane / 8 + 4 * i;
-      scale[i] = SCALED && row < M ? pow2(scale_shift(top[row])) : 1.0f;
-    }
-    // Once slice u has landed, split its A: the big parts in place, the small
-    // ones beside them (the split does not care where the swizzle put each
-    // float); then show both to the tensor cores, and say so on ready[s].
-    auto split_slice = [&](int u, bool last) {
-      const int s = u % STAGES;
-      if (!(tmaA && tmaB)) {
-        // Wait for this thread's copies of slice u (all of them after the
-        // last slice), then add its arrival to full[s].
-        if (last) {
-          asm volatile("cp.async.wait_group 0;\n" ::: "memory");
-        } else {
-          asm volatile("cp.async.wait_group %0;\n" ::"n"(LAG) : "memory");
-        }
-        bar_arrive(&full[s]);
+// [docs:producer]
+// The producer's pass over the block's slices. The ring of buffers runs on
+// from any pass before: this pass's slice t is the ring's first + t. Warp w
+// splits rows w BM / 4 on (a swizzled row is 128 contiguous bytes), each lane
+// QUADS float4s, 32 apart: rows w BM / 4 + lane / 8 + 4i of the block.
+// Scaled, row i by scale[i], the same in every slice; else noting each row's
+// largest magnitude in largest[i].
+template <bool SCALED, int BM, int BN, int STAGES, int QUADS>
+__device__ __forceinline__ void produce(const Block<BM, BN, STAGES>& b, int first,
+                                        const float (&scale)[QUADS], float (&largest)[QUADS]) {
+  using Sizes = Block<BM, BN, STAGES>;
+  constexpr int BK = Sizes::BK, A_FLOATS = Sizes::A_FLOATS, B_FLOATS = Sizes::B_FLOATS;
+  const int p = threadIdx.x;  // 0..127
+  const int w = p / 32, lane = p % 32;
+  // Slices are split LAG slices after their copies start, so that LAG + 1
+  // are on their way at once: STAGES - 2, since the copy of slice t waits
+  // for the consumers to finish slice t - STAGES (none with two stages).
+  constexpr int LAG = STAGES - 2;
+  const int end = first + b.slices;
+  // Once slice u has landed, split its A: the big parts in place, the small
+  // ones beside them (the split does not care where the swizzle put each
+  // float); then show both to the tensor cores, and say so on ready[s].
+  auto split_slice = [&](int u, bool last) {
+    const int s = u % STAGES;
+    if (!(b.tmaA && b.tmaB)) {
+      // Wait for this thread's copies of slice u (all of them after the
+      // last slice), then add its arrival to full[s].
+      if (last) {
+        asm volatile("cp.async.wait_group 0;\n" ::: "memory");
+      } else {
+        asm volatile("cp.async.wait_group %0;\n" ::"n"(LAG) : "memory");
       }
-      bar_wait(&full[s], (u / STAGES) & 1);
-      float4* const big = reinterpret_cast<float4*>(As + s * A_FLOATS) + w * QUADS * 32;
-      float4* const small = reinterpret_cast<float4*>(AsSmall + s * A_FLOATS) + w * QUADS * 32;
-      split_rows<SCALED>(big, small, scale, lane);
-      // These stores are the generic proxy's; wgmma reads through the async one.
-      asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-      bar_arrive(&ready[s]);
-    };
-    for (int t = 0; t < slices; ++t) {
-      const int s = t % STAGES;
-      const int k0 = kFirst + t * BK;
-      // Buffer s is free once the consumers released its last slice.
-      if (t >= STAGES) bar_wait(&empty[s], (t / STAGES + 1) & 1);
-      float* const as = As + s * A_FLOATS;
-      float* const bs = Bs + s * B_FLOATS;
-      if (p == 0 && (tmaA || tmaB)) {
-        bar_arrive_tx(&full[s], tmaBytes);
-        if (tmaA) tma_load(as, mapA, k0, blockRow, &full[s]);
-        if (tmaB) {
-          for (int b = 0; b < BN / 32; ++b)
-            tma_load(bs + b * BK * 32, mapB, blockCol + 32 * b, k0, &full[s]);
-        }
+      bar_arrive(&b.full[s]);
+    }
+    bar_wait(&b.full[s], (u / STAGES) & 1);
+    float4* const big = reinterpret_cast<float4*>(b.As + s * A_FLOATS) + w * QUADS * 32;
+    float4* const small = reinterpret_cast<float4*>(b.AsSmall + s * A_FLOATS) + w * QUADS * 32;
+    split_rows<SCALED>(big, small, scale, largest, lane);
+    // These stores are the generic proxy's; wgmma reads through the async one.
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+    bar_arrive(&b.ready[s]);
+  };
+  for (int t = first; t < end; ++t) {
+    const int s = t % STAGES;
+    const int k0 = b.kFirst + (t - first) * BK;
+    // Buffer s is free once the consumers released its last slice.
+    if (t >= STAGES) bar_wait(&b.empty[s], (t / STAGES + 1) & 1);
+    float* const as = b.As + s * A_FLOATS;
+    float* const bs = b.Bs + s * B_FLOATS;
+    if (p == 0 && (b.tmaA || b.tmaB)) {
+      bar_arrive_tx(&b.full[s], 4 * ((b.tmaA ? A_FLOATS : 0) + (b.tmaB ? B_FLOATS : 0)));
+      if (b.tmaA) tma_load(as, *b.mapA, k0, b.row, &b.full[s]);
+      if (b.tmaB) {
+        for (int box = 0; box < BN / 32; ++box)
+          tma_load(bs + box * BK * 32, *b.mapB, b.col + 32 * box, k0, &b.full[s]);
       }
-      if (!(tmaA && tmaB)) {
-        // Float by float, warp by warp along rows (coalesced), into the same
-        // swizzled places as TMA's: warp w copies rows w, w + 4, w + 8, ...,
-        // whose swizzle alternates between two patterns.
-        const int lane = p % 32, warp = p / 32;
-        const int swizzle[2] = {swizzled(warp, lane) - 32 * warp,
-                                swizzled(warp + 4, lane) - 32 * (warp + 4)};
-        if (!tmaA) {
-          const bool inK = k0 + lane < K;
-          const int rows = M - blockRow - warp;  // row warp + 4i is inside when 4i < rows
-          const float* src = A + (blockRow + warp) * K + k0 + lane;
+    }
+    if (!(b.tmaA && b.tmaB)) {
+      // Float by float, warp by warp along rows (coalesced), into the same
+      // swizzled places as TMA's: warp w copies rows w, w + 4, w + 8, ...,
+      // whose swizzle alternates between two patterns.
+      const int swizzle[2] = {swizzled(w, lane) - 32 * w, swizzled(w + 4, lane) - 32 * (w + 4)};
+      if (!b.tmaA) {
+        const bool inK = k0 + lane < b.K;
+        const int rows = b.M - b.row - w;  // row w + 4i is inside when 4i < rows
+        const float* src = b.A + (b.row + w) * b.K + k0 + lane;
 #pragma unroll 8
-          for (int i = 0; i < BM / 4; ++i, src += 4 * K) {
-            const bool inside = inK && 4 * i < rows;
-            copy_float(as + 32 * (warp + 4 * i) + swizzle[i % 2], inside ? src : A, inside);
-          }
+        for (int i = 0; i < BM / 4; ++i, src += 4 * b.K) {
+          const bool inside = inK && 4 * i < rows;
+          copy_float(as + 32 * (w + 4 * i) + swizzle[i % 2], inside ? src : b.A, inside);
         }
-        if (!tmaB) {
-          const int rows = K - k0 - warp;
-#pragma unroll
-          for (int b = 0; b < BN / 32; ++b) {
-            const bool inN = blockCol + 32 * b + lane < N;
-            const float* src = B + (k0 + warp) * N + blockCol + 32 * b + lane;
-#pragma unroll
-            for (int i = 0; i < BK / 4; ++i, src += 4 * N) {
-              const bool inside = inN && 4 * i < rows;
-              copy_float(bs + b * BK * 32 + 32 * (warp + 4 * i) + swizzle[i % 2],
-                         inside ? src : B, inside);
-            }
-          }
-        }
-        asm volatile("cp.async.commit_group;\n" ::: "memory");
       }
-      if (t >= LAG) split_slice(t - LAG, false);
+      if (!b.tmaB) {
+        const int rows = b.K - k0 - w;
+#pragma unroll
+        for (int box = 0; box < BN / 32; ++box) {
+          const bool inN = b.col + 32 * box + lane < b.N;
+          const float* src = b.B + (k0 + w) * b.N + b.col + 32 * box + lane;
+#pragma unroll
+          for (int i = 0; i < BK / 4; ++i, src += 4 * b.N) {
+            const bool inside = inN && 4 * i < rows;
+            copy_float(bs + box * BK * 32 + 32 * (w + 4 * i) + swizzle[i % 2],
+                       inside ? src : b.B, inside);
+          }
+        }
+      }
+      asm volatile("cp.async.commit_group;\n" ::: "memory");
     }
-    for (int u = max(slices - LAG, 0); u < slices; ++u) split_slice(u, true);
-    return;
+    if (t - first >= LAG) split_slice(t - LAG, false);
   }
-  // [docs:producer-end]
+  for (int u = max(end - LAG, first); u < end; ++u) split_slice(u, true);
+}
+// [docs:producer-end]
 
-  // [docs:consumer]
-  asm volatile("setmaxnreg.inc.sync.aligned.u32 216;\n");
-  const int consumer = warpgroup - 1;   // which 64 columns of the block tile
-  const int warp = threadIdx.x / 32 % 4;  // warp within the warpgroup
+// [docs:consumer]
+// A consumer's pass over the block's slices (the ring's first + t, as the
+// producer's), its sums into acc. Scaled, this thread's two columns of C (h =
+// 0, 1) by scale[h]; else noting their largest magnitudes in largest[h].
+template <bool SCALED, int BM, int BN, int STAGES>
+__device__ __forceinline__ void consume(const Block<BM, BN, STAGES>& b, int first,
+                                        const float (&scale)[2], float (&largest)[2],
+                                        float (&acc)[BM / 2]) {
+  using Sizes = Block<BM, BN, STAGES>;
+  constexpr int BK = Sizes::BK, A_FLOATS = Sizes::A_FLOATS, B_FLOATS = Sizes::B_FLOATS;
+  const int consumer = threadIdx.x / 128 - 1;  // which 64 columns of the block tile
+  const int warp = threadIdx.x / 32 % 4;       // warp within the warpgroup
   const int lane = threadIdx.x % 32;
   const int g = lane / 4, q = lane % 4;
 
-  // [docs:rows]
-  // Lane (g, q) of warp w holds rows g and g + 8 of the warpgroup's 16w..16w+15
-  // of B^T (columns of C) for wgmma. Which 64 columns of C those 64 rows are
-  // is ours to choose, as long as the epilogue agrees: column(j, g) below
-  // spreads the 8 lanes that share q over both halves of a swizzled row, so
-  // that one load from Bs hits 32 different banks.
-  auto column = [&](int j, int gg) {  // j = 2 * warp + (row >= 8)
-    return (gg & 3) + 16 * (gg >> 2) + 4 * (j & 3) + 32 * (j >> 2);
-  };
-  // [docs:rows-end]
-
-  // Scaled, this thread's two rows of B^T (columns of C, h = 0, 1) by their
-  // columns' powers of two: the same in every slice.
-  float scale[2];
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const int n = blockCol + 64 * consumer + column(2 * warp + h, g);
-    scale[h] = SCALED && n < N ? pow2(scale_shift(top[M + n])) : 1.0f;
-  }
-
   // acc: the running sums, added by the FP32 lanes; part: one slice's, summed
   // by the tensor cores.
-  float acc[BM / 2], part[BM / 2];
+  float part[BM / 2];
 #pragma unroll
   for (int i = 0; i < BM / 2; ++i) acc[i] = 0.0f;
 
-  for (int t = 0; t < slices; ++t) {
+  for (int t = first; t < first + b.slices; ++t) {
     const int s = t % STAGES;
-    bar_wait(&full[s], (t / STAGES) & 1);   // B's slice has landed
-    bar_wait(&ready[s], (t / STAGES) & 1);  // A's is split
-    const float* const as = As + s * A_FLOATS;
-    const float* const asSmall = AsSmall + s * A_FLOATS;
-    const float* const bs = Bs + s * B_FLOATS;
+    bar_wait(&b.full[s], (t / STAGES) & 1);   // B's slice has landed
+    bar_wait(&b.ready[s], (t / STAGES) & 1);  // A's is split
+    const float* const as = b.As + s * A_FLOATS;
+    const float* const asSmall = b.AsSmall + s * A_FLOATS;
+    const float* const bs = b.Bs + s * B_FLOATS;
     // B^T's fragments for the slice: x[kk] holds rows (g, g + 8) x columns
     // (q, q + 4) of its kk-th 64 x 8 piece; big[kk] and small[kk], split.
     float x[BK / 8][4];
@@ -538,8 +462,10 @@ __device__ __forceinline__ void multiply(int M, int N, int K, float alpha, const
 #pragma unroll
     for (int kk = 0; kk < BK / 8; ++kk) {
 #pragma unroll
-      for (int i = 0; i < 4; ++i)
+      for (int i = 0; i < 4; ++i) {
         split_scaled<SCALED>(x[kk][i], scale[i & 1], big[kk][i], small[kk][i]);
+        if (!SCALED) note(largest[i & 1], x[kk][i]);
+      }
     }
     wgmma_fence();
     // [docs:products]
@@ -567,7 +493,7 @@ __device__ __forceinline__ void multiply(int M, int N, int K, float alpha, const
     // Every thread says it is done with the buffer: one arrival per warp after
     // a __syncwarp would do as well, but compute-sanitizer's racecheck cannot
     // see that the warp's loads come before it, and reports a race.
-    bar_arrive(&empty[s]);
+    bar_arrive(&b.empty[s]);
     // [docs:promote]
     // Promotion: the slice's sums join the running sums in FP32, rounded to
     // the nearest. (Every slice is scaled alike: the sums are added as they are.)
@@ -575,30 +501,30 @@ __device__ __forceinline__ void multiply(int M, int N, int K, float alpha, const
     for (int i = 0; i < BM / 2; ++i) acc[i] += part[i];
     // [docs:promote-end]
   }
-  // [docs:consumer-end]
+}
+// [docs:consumer-end]
 
-  // [docs:epilogue]
-  // acc[4 c + 2 h + e] is row g + 8h, column 8c + 2q + e of the warpgroup's
-  // 64 x BM product: column (2 warp + h, g) of this warpgroup's 64 columns of
-  // C, row 8c + 2q + e of the block tile. Written straight to C, a warp's
-  // store would touch 8 pieces of 16 bytes in 4 rows; so the warpgroup first
-  // lays its BM x 64 tile out in shared memory (the pipeline's buffers, once
-  // every consumer is done with them), then writes C a row at a time.
+// [docs:epilogue]
+// A consumer's sums into C. acc[4 c + 2 h + e] is row g + 8h, column 8c + 2q
+// + e of the warpgroup's 64 x BM product: column (2 warp + h, g) of this
+// warpgroup's 64 columns of C, row 8c + 2q + e of the block tile. Written
+// straight to C, a warp's store would touch 8 pieces of 16 bytes in 4 rows;
+// so the warpgroup first lays its BM x 64 tile out in shared memory (the
+// pipeline's buffers, once every consumer is done with them), then writes C a
+// row at a time. Scaled, each sum is scaled back by its row's and column's
+// powers of two, from the largest magnitudes in shared memory (top: the
+// block's rows', then its columns').
+template <bool SCALED, int BM, int BN, int STAGES>
+__device__ __forceinline__ void write(const Block<BM, BN, STAGES>& b, const float (&acc)[BM / 2],
+                                      float* tiles, const float* top, float alpha, float beta,
+                                      float* C) {
+  using Sizes = Block<BM, BN, STAGES>;
+  constexpr int CONSUMERS = Sizes::CONSUMERS;
+  const int consumer = threadIdx.x / 128 - 1, warp = threadIdx.x / 32 % 4;
+  const int lane = threadIdx.x % 32, g = lane / 4, q = lane % 4;
   constexpr int LDC = 64 + 2;  // puts the 32 lanes' stores in 32 banks
-  static_assert(CONSUMERS * BM * LDC <= STAGES * (2 * A_FLOATS + B_FLOATS),
+  static_assert(CONSUMERS * BM * LDC <= STAGES * (2 * Sizes::A_FLOATS + Sizes::B_FLOATS),
                 "the epilogue lays C out in the pipeline's buffers: they must hold it");
-  // Scaled, C is scaled back by its rows' and columns' powers of two: the
-  // rows' in shared memory, each found once, this thread's two columns' here.
-  __shared__ int rowShift[BM];
-  int colShift[2];
-  if (SCALED) {
-    const int r = threadIdx.x - 128;
-    if (r < BM) rowShift[r] = blockRow + r < M ? scale_shift(top[blockRow + r]) : 0;
-    for (int half = 0; half < 2; ++half) {
-      const int col = blockCol + 64 * consumer + 32 * half + lane;
-      colShift[half] = col < N ? scale_shift(top[M + col]) : 0;
-    }
-  }
   asm volatile("bar.sync 1, %0;\n" ::"n"(128 * CONSUMERS) : "memory");
   float* const Cs = tiles + consumer * BM * LDC;
 #pragma unroll
@@ -614,45 +540,148 @@ __device__ __forceinline__ void multiply(int M, int N, int K, float alpha, const
   // With beta = 0, C is not read: BLAS lets it hold anything then (as step 08).
   const bool readC = beta != 0.0f;
   for (int r = warp; r < BM; r += 4) {
-    const int row = blockRow + r;
-    if (row >= M) break;
+    const int row = b.row + r;
+    if (row >= b.M) break;
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
-      const int col = blockCol + 64 * consumer + 32 * half + lane;
-      if (col < N) {
+      const int n = 64 * consumer + 32 * half + lane;  // column of the block tile
+      const int col = b.col + n;
+      if (col < b.N) {
         float sum = Cs[r * LDC + 32 * half + lane];
         if (SCALED) {
           // By both powers of two, in two halves of at most 126 each, so
           // that neither half overflows where their product does not.
-          const int back = -(rowShift[r] + colShift[half]);
+          const int back = -(scale_shift(top[r]) + scale_shift(top[BM + n]));
           sum = sum * pow2(back / 2) * pow2(back - back / 2);
         }
-        float* const p = C + row * N + col;
+        float* const p = C + static_cast<size_t>(row) * b.N + col;
         *p = alpha * sum + (readC ? beta * *p : 0.0f);
       }
     }
   }
-  // [docs:epilogue-end]
 }
+// [docs:epilogue-end]
 
 // [docs:entry]
-// Whether this block's rows of A and columns of B are all ordinary (top holds
-// their largest magnitudes), found once for the whole block, decides which of
-// multiply's two the block runs: most matrices never pay for scaling.
+// Each block first multiplies its slices with its numbers split as they are,
+// noting as it splits them the largest magnitude of each of its rows of A and
+// columns of B. If every one is ordinary (scale, above: most matrices' every
+// block), the sums are right and the block writes them. Any other block
+// multiplies its slices once more, each row and column scaled by its own
+// power of two, and scales C back as it writes it.
 template <int BM, int BN, int STAGES>
 __global__ void __launch_bounds__(128 * (1 + BN / 64), 1)
 sgemm_wgmma_3xtf32(int M, int N, int K, float alpha, const float* A, const float* B, float beta,
                    float* C, const __grid_constant__ TensorMap mapA,
-                   const __grid_constant__ TensorMap mapB, const unsigned* top) {
-  bool far = false;  // a row or column of this thread's is not ordinary
-  for (int i = threadIdx.x; i < BM + BN; i += blockDim.x) {
-    const int row = blockIdx.y * BM + i, col = blockIdx.x * BN + i - BM;
-    if (i < BM ? row < M : col < N) far |= !ordinary(top[i < BM ? row : M + col]);
+                   const __grid_constant__ TensorMap mapB) {
+  using Sizes = Block<BM, BN, STAGES>;
+  constexpr int BK = Sizes::BK, CONSUMERS = Sizes::CONSUMERS, A_FLOATS = Sizes::A_FLOATS,
+                THREADS = 128 * (1 + CONSUMERS);
+  static_assert(BN % 64 == 0 && CONSUMERS >= 1, "each consumer warpgroup takes 64 columns");
+  static_assert(STAGES >= 2, "one slice to multiply, at least one arriving");
+
+  // Tiles in dynamic shared memory, each buffer on a 1024-byte boundary (the
+  // swizzle's period); the launch gives 1024 bytes of slack for that.
+  extern __shared__ unsigned char raw[];
+  // (Offset from raw itself, so that the compiler still knows these are
+  // shared-memory addresses and loads them with LDS, not generic loads.)
+  float* const tiles = reinterpret_cast<float*>(raw + ((1024 - smem(raw) % 1024) % 1024));
+  // ready[s]: the producer's threads have split slice s of A (one arrival each).
+  __shared__ unsigned long long full[STAGES], ready[STAGES], empty[STAGES];
+  // The largest magnitudes of the block's rows of A, then of its columns of B;
+  // whether any is far from 1 (`far`), once every thread has arrived on `decided`.
+  __shared__ float top[BM + BN];
+  __shared__ int far;
+  __shared__ unsigned long long decided;
+
+  Block<BM, BN, STAGES> b;
+  b.M = M, b.N = N, b.K = K, b.A = A, b.B = B, b.mapA = &mapA, b.mapB = &mapB;
+  b.row = blockIdx.y * BM;
+  b.col = blockIdx.x * BN;
+  // Split-K (a grid gridDim.z layers deep, as step 09 runs step 08's kernel):
+  // layer z multiplies its own run of slices, from k = kFirst, and writes its
+  // partial product to the z-th of gridDim.z matrices of M x N laid out from C.
+  // (Its largest magnitudes are those of its own run of k, and so is its
+  // scaling, undone before it writes.)
+  const int perLayer = ((K + BK - 1) / BK + gridDim.z - 1) / gridDim.z;
+  b.kFirst = blockIdx.z * perLayer * BK;
+  b.slices = max(0, min(perLayer, (K - b.kFirst + BK - 1) / BK));
+  C += static_cast<size_t>(blockIdx.z) * M * N;
+  // TMA describes a matrix whose rows start at 16-byte multiples; the host
+  // encoded a map for each matrix exactly when this holds.
+  b.tmaA = K % 4 == 0 && reinterpret_cast<size_t>(A) % 16 == 0;
+  b.tmaB = N % 4 == 0 && reinterpret_cast<size_t>(B) % 16 == 0;
+  b.As = tiles;  // As[s]: BM rows x BK, swizzled; A's big parts, once split
+  b.AsSmall = tiles + STAGES * A_FLOATS;  // their small parts, laid out alike
+  b.Bs = tiles + 2 * STAGES * A_FLOATS;   // Bs[s]: BN / 32 boxes of BK rows x 32
+  b.full = full, b.ready = ready, b.empty = empty;
+
+  const int warpgroup = threadIdx.x / 128;
+  const int lane = threadIdx.x % 32;
+  if (threadIdx.x == 0) {
+    // full[s]: one arrival announcing the TMA bytes, plus one per producer
+    // thread when any matrix is copied float by float.
+    const int fullCount = (b.tmaA || b.tmaB ? 1 : 0) + (b.tmaA && b.tmaB ? 0 : 128);
+    for (int s = 0; s < STAGES; ++s) {
+      bar_init(&full[s], fullCount);
+      bar_init(&ready[s], 128);
+      bar_init(&empty[s], 128 * CONSUMERS);  // every consumer thread
+    }
+    bar_init(&decided, THREADS);
+    far = 0;
+    // Make the initialized barriers visible to the copy engine.
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
-  if (__syncthreads_or(far)) {
-    multiply<BM, BN, STAGES, true>(M, N, K, alpha, A, B, beta, C, mapA, mapB, top);
+  __syncthreads();
+
+  if (warpgroup == 0) {
+    // The producer needs few registers: give the rest to the consumers.
+    // (64: a warp holds its rows of a slice of A, 32 floats a thread.)
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 72;\n");
+    constexpr int QUADS = BM / 4 * BK / 4 / 32;
+    float scale[QUADS], largest[QUADS];
+#pragma unroll
+    for (int i = 0; i < QUADS; ++i) scale[i] = 1.0f, largest[i] = 0.0f;
+    produce<false>(b, 0, scale, largest);
+    // A row's 8 lanes pool what they saw, and one writes it down.
+#pragma unroll
+    for (int i = 0; i < QUADS; ++i) {
+      for (int lanes = 4; lanes > 0; lanes /= 2)
+        largest[i] = fmaxf(largest[i], __shfl_xor_sync(0xffffffffu, largest[i], lanes));
+      if (lane % 8 == 0) top[threadIdx.x / 32 * BM / 4 + lane / 8 + 4 * i] = largest[i];
+      if (!ordinary(largest[i])) atomicOr(&far, 1);
+      scale[i] = pow2(scale_shift(largest[i]));
+    }
+    bar_arrive(&decided);
+    bar_wait(&decided, 0);
+    if (far) produce<true>(b, b.slices, scale, largest);
+    return;
+  }
+
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 216;\n");
+  const int consumer = warpgroup - 1;
+  const int warp = threadIdx.x / 32 % 4;
+  const int g = lane / 4, q = lane % 4;
+  float acc[BM / 2], scale[2] = {1.0f, 1.0f}, largest[2] = {0.0f, 0.0f};
+  consume<false>(b, 0, scale, largest, acc);
+  // A column's 4 lanes (one q each) pool what they saw, and one writes it down.
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    for (int lanes = 2; lanes > 0; lanes /= 2)
+      largest[h] = fmaxf(largest[h], __shfl_xor_sync(0xffffffffu, largest[h], lanes));
+    if (q == 0) top[BM + 64 * consumer + column(2 * warp + h, g)] = largest[h];
+    if (!ordinary(largest[h])) atomicOr(&far, 1);
+    scale[h] = pow2(scale_shift(largest[h]));
+  }
+  // Every thread has had its say once all have arrived (an mbarrier: the
+  // producer's threads and the consumers' need not wait at one place).
+  bar_arrive(&decided);
+  bar_wait(&decided, 0);
+  if (far) {
+    consume<true>(b, b.slices, scale, largest, acc);
+    write<true>(b, acc, tiles, top, alpha, beta, C);
   } else {
-    multiply<BM, BN, STAGES, false>(M, N, K, alpha, A, B, beta, C, mapA, mapB, top);
+    write<false>(b, acc, tiles, top, alpha, beta, C);
   }
 }
 // [docs:entry-end]

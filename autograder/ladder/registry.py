@@ -588,7 +588,7 @@ BEYOND: tuple[Step, ...] = (
         params=dict(BM=128, BN=128, STAGES=4),
         layout=partial(_warpgroup_tiles, a_buffers=2),
         min_arch="sm_90a",
-        contract="scaled",
+        contract="tma",
     ),
 )
 # Every numbered step, and every CUDA kernel (what NVRTC compiles).
