@@ -64,27 +64,20 @@ def test_only_the_tensor_core_steps_round_their_inputs():
 
 @functools.cache
 def _built(step_id: str, arch: str) -> compiler.Compiled:
-    """The step's kernels built for arch by NVRTC, once per test session: its GEMM, and
-    for step 13 the pass before it (contract.SCALED_BY)."""
+    """The step's kernel built for arch by NVRTC, once per test session."""
     step = registry.step(step_id)
-    names = [step.name_expression, *(name for name, _ in contract.BEFORE.get(step.contract, ()))]
-    return compiler.compile_for_arch(step.source(), names, arch, step.path.name)
+    return compiler.compile_for_arch(step.source(), [step.name_expression], arch, step.path.name)
 
 
 @by_build
 def test_kernel_compiles_for_its_gpus_without_spills(step, arch):
-    built = _built(step.id, arch)
-    resources = built.resources[step.name_expression]
+    resources = _built(step.id, arch).resources[step.name_expression]
     assert resources.problems(step.geometry.threads) == [], str(resources)
-    if step.contract == "scaled":  # its pass over A and B, 256 threads a block
-        helper = built.resources[contract.SCALED_BY]
-        assert helper.problems(256) == [], str(helper)
 
 
 @by_build
 def test_launch_bounds_match_the_registry(step, arch):
-    (entry,) = [e for e in _built(step.id, arch).ptx.split(".entry")[1:] if step.kernel in e[:200]]
-    maxntid = re.search(r"\.maxntid (\d+), (\d+), (\d+)", entry)
+    maxntid = re.search(r"\.maxntid (\d+), (\d+), (\d+)", _built(step.id, arch).ptx)
     assert int(maxntid[1]) * int(maxntid[2]) * int(maxntid[3]) == step.geometry.threads
 
 
@@ -129,24 +122,19 @@ def test_b_s_map_never_describes_rows_past_its_end(K, rows_held, monkeypatch):
 
 @by_hopper
 def test_the_wgmma_steps_take_the_tma_contract_and_not_the_gemms(step):
-    """Step 12 takes the TMA contract; step 13 also the largest magnitudes of A's rows
-    and B's columns (contract.SCALED)."""
     source = step.source()
-    own = contract.CONTRACTS[step.contract]
-    assert own is (contract.TMA if step.id == "12" else contract.SCALED)
-    contract.check(source, step.name_expression, step.path.name, own)
-    for fewer in (contract.GEMM, contract.TMA)[: 2 if own is contract.SCALED else 1]:
-        with pytest.raises(contract.Mismatch, match="more parameters than the contract"):
-            contract.check(source, step.name_expression, step.path.name, fewer)
+    contract.check(source, step.name_expression, step.path.name, contract.TMA)
+    with pytest.raises(contract.Mismatch, match="more parameters than the contract"):
+        contract.check(source, step.name_expression, step.path.name, contract.GEMM)
     without_maps = re.sub(
         r"float\* C, const __grid_constant__ TensorMap mapA,\s+const __grid_constant__ "
-        r"TensorMap mapB(, const unsigned\* top)?\)",
+        r"TensorMap mapB\)",
         "float* C)",
         source,
     )
     assert without_maps != source
     with pytest.raises(contract.Mismatch, match="no mapA and no mapB"):
-        contract.check(without_maps, step.name_expression, step.path.name, own)
+        contract.check(without_maps, step.name_expression, step.path.name, contract.TMA)
 
 
 @by_hopper

@@ -7,8 +7,7 @@ import pytest
 
 from autograder.ladder import registry
 from autograder.ladder.registry import KERNEL_DIR, Geometry, Step
-from autograder.run import contract
-from autograder.run.kernel import KernelSpec, SpecError, global_kernels, resolve
+from autograder.run.kernel import KernelSpec, SpecError, global_kernels
 
 
 def test_every_kernel_file_is_registered_and_every_step_has_a_file():
@@ -36,9 +35,7 @@ def test_the_ladder_is_numbered_from_00_without_gaps():
 def test_file_defines_the_registered_kernel_with_the_registered_parameters(step):
     source = step.source()
     kernels = global_kernels(source)
-    # Beside it, only a kernel its contract's host runs before it (step 13's pass).
-    helpers = [name for name, _ in contract.BEFORE.get(step.contract, ())]
-    assert sorted(kernels) == sorted([step.kernel, *helpers])
+    assert list(kernels) == [step.kernel]
     assert kernels[step.kernel] == bool(step.params)
     if step.params:
         declared = re.search(r"template\s*<([^>]*)>\s*__global__", source)[1].split(",")
@@ -100,15 +97,3 @@ def test_a_kernels_fingerprint_follows_its_code_and_not_its_comments_or_layout()
     ) == registry.fingerprint(source)
     changed = source + "__device__ int one() { return 1; }\n"
     assert registry.fingerprint(changed) != registry.fingerprint(source)
-
-
-def test_a_file_is_run_as_its_own_kernel_not_the_pass_its_host_runs_before_it():
-    """Step 13's file defines its GEMM and the pass that runs before it
-    (contract.HELPERS): it is run as the GEMM; a file with another kernel of its own
-    beside them still asks which."""
-    source = registry.step("13").source()
-    expression, step = resolve(source, "mine.cu")
-    assert expression == registry.step("13").name_expression and step == registry.step("13")
-    two = source + "\n__global__ void another(float* x) { x[0] = 1.0f; }\n"
-    with pytest.raises(SpecError, match=r"2 kernels \(sgemm_wgmma_3xtf32, another\)"):
-        resolve(two, "mine.cu")

@@ -96,15 +96,17 @@ def test_the_3xtf32_step_issues_three_wgmmas_where_step_12_issues_one(rows):
     small x big and big x big, each over the block's rows; the same TMA copies as step 12
     (the small parts are made in shared memory); a slice's sums promoted into FP32
     registers by the FP32 lanes (an FADD for each of a thread's rows / 2 accumulators,
-    one warpgroup-wide wait a slice). The loop counted is the ordinary blocks' (their
+    one warpgroup-wide wait a slice). The loop counted is every block's first pass (its
     numbers split as they are: no scaling, no stop at the largest TF32 value), the
-    shorter of the kernel's two."""
+    shorter of the kernel's two, where each value of B a thread splits is noted (one
+    FMNMX: 4 registers of each 8 of k)."""
     step = registry.step("13").with_params(BM=rows)
     e = sass.evidence(step, "sm_90a")
     assert e.k_per_iteration == registry.WGMMA_BK
     assert e.loop.opcodes[f"HGMMA.64x{rows}x8.F32.TF32"] == 3 * registry.WGMMA_BK // 8, e.table()
     assert e.loop.opcodes["FADD"] >= rows // 2, e.table()
-    assert not e.loop.opcodes["FMNMX"] and not e.loop.opcodes["FMUL"], e.table()
+    assert e.loop.opcodes["FMNMX"] == registry.WGMMA_BK // 8 * 4, e.table()
+    assert not e.loop.opcodes["FMUL"], e.table()
     assert e.loop.opcodes["WARPGROUP.DEPBAR.LE"] == 1, e.table()
     assert e.copying and e.per_iteration("UTMALDG") == 1 + step.params["BN"] // 32, e.table()
     assert e.math_name == "HGMMA"

@@ -306,9 +306,10 @@ the **FP32** tolerance, as the ladder is. This step is step 12 with the split: t
 splits A's slices in shared memory (A's small parts in `AsSmall`), the consumers split B's
 fragments as they load them. The tensor cores sum one slice of K at a time into `part`, and the
 FP32 lanes add each slice's sums into `acc` (promotion: the tensor cores' additions round toward
-zero, and over all of K that would show). A block whose rows of A or columns of B are far from 1
-scales them by powers of two before it splits them, so that inputs near either end of the float
-range keep their bits (written for you: `split_scaled`; your split serves every other block). It
+zero, and over all of K that would show). Each block notes the largest magnitude of its rows of A
+and columns of B as it splits them; one that found any far from 1 multiplies its slices again,
+scaled by powers of two, so that inputs near either end of the float range keep their bits
+(written for you: `split_scaled`; your split serves the first pass, and every ordinary block). It
 needs an sm_90a GPU (an H100 or H200); without one, the notebook compiles your kernel for it and
 the chapter shows what it does.""",
         task="""\
@@ -322,8 +323,8 @@ but small·small, the slice's first product starting `part` afresh. About 15 lin
         hints=(
             "`to_tf32(x)` rounds x and gives the bits of `big`; `__uint_as_float(big)` is the "
             "number they hold. `small` is what x - big leaves, rounded to TF32 the same way. "
-            "(No number your split sees comes near FP32's top: blocks whose numbers do are "
-            "split by `split_scaled`.)",
+            "(Numbers near FP32's top may reach it in the first pass: the block then finds them "
+            "far from 1 and splits them again with `split_scaled`.)",
             "`wgmma_64xNx8<BM, false>(part, small[0], descriptor(as));` starts the slice's sum "
             "(A's big by B's small; `<false>`: part's old values are not added), "
             "`wgmma_64xNx8<BM, true>(...)` adds to it. The small terms first, then the big ones: "

@@ -33,7 +33,7 @@ class Geometry:
     # Dynamic shared memory per block, in bytes (0 for kernels whose shared
     # arrays are static; a static array may hold at most 48 KB).
     shared_bytes: int = 0
-    # For a kernel fed by TMA (the "tma" and "scaled" contracts): the box of A and the box of
+    # For a kernel fed by TMA (the "tma" contract): the box of A and the box of
     # B that one copy brings, each as (columns, rows) of the matrix.
     tma_boxes: tuple[tuple[int, int], tuple[int, int]] | None = None
 
@@ -121,8 +121,7 @@ class Step:
     language: str = "cuda"
     # The parameters the kernel takes (contract.CONTRACTS): "gemm"; "reduce"
     # for step 09's split-K reduction, which is run inside a GEMM (by_shape);
-    # "tma" for step 12, which also takes tensor maps of A and B; "scaled" for step
-    # 13, which also takes its rows' and columns' largest magnitudes.
+    # "tma" for step 12, which also takes tensor maps of A and B.
     contract: str = "gemm"
     # Parameters (over `params`) at which every term of the kernel's row and column
     # indices counts, where `params` make one vanish (WMITER = 1 makes wm * WSUBM

@@ -60,15 +60,11 @@ def _refuse_unlaunchable(spec: KernelSpec, max_threads: int, why_fewer: str = ""
 
 
 def _check_contract(spec: KernelSpec) -> None:
-    """A kernel that does not take the contract's parameters, or a file without a kernel
-    the contract's host runs before it (contract.BEFORE) or with one declared otherwise,
-    told as a compile error."""
+    """A kernel that does not take the contract's parameters, told as a compile error."""
     try:
         contract.check(
             spec.source, spec.name_expression, spec.filename, contract.CONTRACTS[spec.contract]
         )
-        for name, terms in contract.BEFORE.get(spec.contract, ()):
-            contract.check(spec.source, name, spec.filename, terms, required=True)
     except contract.Mismatch as e:
         raise compiler.CompileError(spec.filename, str(e), contract.CHECKER) from None
 
@@ -146,7 +142,7 @@ def gpu_launcher(
     sets the committed table aside, as on a GPU nobody tuned on); launch.function is
     the spec's own kernel either way, and launch.choose the dispatcher (its .first_use,
     where it tunes, says what tuning cost)."""
-    if spec.contract in ("tma", "scaled") and layered:
+    if spec.contract == "tma" and layered:
         return _layered(spec, tune, table)
     if spec.contract != "reduce":
         return _gpu_kernel(spec)
@@ -264,29 +260,22 @@ _SCALARS = {"int": np.int32, "float": np.float32}
 def _gpu_kernel(spec: KernelSpec):
     """launch(*arguments, layers=1): spec's kernel over a grid `layers` deep, with the
     arguments of its contract. A "tma" kernel is given the GEMM's arguments too; it
-    gets its tensor maps of A and B here, made for each launch (tensor_maps); a "scaled"
-    kernel also its rows' and columns' largest magnitudes, found before each launch by
-    its file's own kernel (_largest)."""
+    gets its tensor maps of A and B here, made for each launch (tensor_maps)."""
     # An architecture-specific target is built for the GPU it names; on another,
     # CuPy builds for the GPU at hand, and the kernel's own #error says why not.
     target = spec.target if spec.target and spec.target[:-1] == gpu.device_info().arch else None
-    before = [name for name, _ in contract.BEFORE.get(spec.contract, ())]
-    names = (spec.name_expression, *before)
-    function, *helpers = compiler.load_all(spec.source, names, spec.filename, GPU_OPTIONS, target)
+    function = compiler.load(spec.source, spec.name_expression, spec.filename, GPU_OPTIONS, target)
     block = (*spec.geometry.block, 1)
     shared = spec.geometry.shared_bytes
     if shared:  # a kernel gets more than 48 KB of dynamic shared memory only on request
         function.max_dynamic_shared_size_bytes = shared
     kinds = [_SCALARS.get(p.types[0]) for p in contract.CONTRACTS[spec.contract].parameters]
     boxes = spec.geometry.tma_boxes
-    grid = 4 * gpu.device_info().sms  # of largest_magnitudes: four blocks an SM
 
     def launch(*arguments, layers: int = 1):
         M, N, K, _, A, B = arguments[:6]
         if boxes:
             arguments = (*arguments, *tensor_maps.maps(M, N, K, A, B, boxes))
-        if before:  # step 13's pass (contract.SCALED_BY), the one kernel run before another
-            arguments = (*arguments, _largest(helpers[0], grid, M, N, K, A, B))
         function(
             (*spec.geometry.grid(M, N), layers),
             block,
@@ -296,19 +285,6 @@ def _gpu_kernel(spec: KernelSpec):
 
     launch.function = function
     return launch
-
-
-def _largest(largest_magnitudes, grid: int, M: int, N: int, K: int, A, B):
-    """The largest magnitude of each row of A and each column of B, as a float's bits
-    (M + N of them), by the kernel file's own largest_magnitudes: 256 threads a block,
-    `grid` blocks, which take its pieces of A and B in turn. B's rows are those it has,
-    up to K, as its tensor map's (tensor_maps.maps)."""
-    import cupy
-
-    top = cupy.zeros(M + N, dtype=cupy.uint32)
-    scalars = (np.int32(M), np.int32(N), np.int32(K), np.int32(tensor_maps.rows_of(B, N, K)))
-    largest_magnitudes((grid,), (256,), (*scalars, A, B, top))
-    return top
 
 
 class GpuBackend(Backend):

@@ -293,27 +293,16 @@ def load(
     """Compile for the current GPU through CuPy and return the launchable function;
     for an architecture-specific target ('sm_90a', which CuPy does not build for),
     through NVRTC's bindings for that target, loaded by CuPy."""
-    return load_all(source, (name_expression,), filename, options, target)[0]
-
-
-def load_all(
-    source: str,
-    name_expressions: tuple[str, ...],
-    filename: str = "kernel.cu",
-    options: tuple[str, ...] = DEFAULT_OPTIONS,
-    target: str | None = None,
-) -> list:
-    """load, for several kernels of one source, compiled once."""
     import cupy
 
     if target:
-        compiled = compile_for_arch(source, list(name_expressions), target, filename, options)
+        compiled = compile_for_arch(source, [name_expression], target, filename, options)
         module = cupy.cuda.function.Module()
         module.load(compiled.cubin)
-        return [LoadedCubin(module.get_function(compiled.symbols[n])) for n in name_expressions]
-    module = cupy.RawModule(code=source, options=options, name_expressions=list(name_expressions))
+        return LoadedCubin(module.get_function(compiled.symbols[name_expression]))
+    module = cupy.RawModule(code=source, options=options, name_expressions=[name_expression])
     try:
-        return [module.get_function(n) for n in name_expressions]
+        return module.get_function(name_expression)
     except cupy.cuda.compiler.CompileException as e:
         from cupy.cuda import nvrtc
 

@@ -1,13 +1,10 @@
 """The course's contracts: the parameters a kernel takes, as the grader calls it.
 
 Every step's kernel takes the GEMM contract, but step 09's split-K reduction,
-which takes the reduction's, and the Hopper steps: 12 takes tensor maps of A and B
-too (TMA), and 13 also the largest magnitude of each row of A and column of B
-(SCALED), found by a kernel of its own file that the host runs first. A kernel
-declared otherwise (no alpha, C before A, a double) would be called with arguments
-it does not expect: on a GPU that reads garbage or crashes, on the CPU it does not
-link. Both backends check the declaration first (autograder.run.backends) and say
-where it differs from the contract.
+which takes the reduction's. A kernel declared otherwise (no alpha, C before A,
+a double) would be called with arguments it does not expect: on a GPU that
+reads garbage or crashes, on the CPU it does not link. Both backends check the
+declaration first (autograder.run.backends) and say where it differs from the contract.
 """
 
 from __future__ import annotations
@@ -94,34 +91,7 @@ TMA = Contract(
         Parameter("mapB", ("TensorMap",)),
     ),
 )
-# The TMA contract, and the largest magnitude of each row of A and each column of B
-# (M + N of them, as a float's bits): step 13's, which scales each row and column by a
-# power of two before it splits them. Its file's own `largest_magnitudes` (SCALED_BY)
-# finds them before each launch (autograder.run.backends).
-SCALED = Contract(
-    "C = alpha * A * B + beta * C, with tensor maps of A and B and their rows' and "
-    "columns' largest magnitudes",
-    (*TMA.parameters, Parameter("top", ("const unsigned*", "unsigned*"), "M + N")),
-)
-SCALED_BY = "largest_magnitudes"
-# That pass, as the host calls it: B's first rowsB rows are those it has (up to K).
-LARGEST = Contract(
-    "the largest magnitude of each row of A and each column of B, into top",
-    (
-        Parameter("M", _INT),
-        Parameter("N", _INT),
-        Parameter("K", _INT),
-        Parameter("rowsB", _INT),
-        Parameter("A", ("const float*", "float*"), "M * K"),
-        Parameter("B", ("const float*", "float*"), "rowsB * N"),
-        Parameter("top", ("unsigned*", "unsigned int*"), "M + N"),
-    ),
-)
-# What a contract's host runs before its kernel, by name, and the contract it calls it by.
-BEFORE = {"scaled": ((SCALED_BY, LARGEST),)}
-# Kernels a contract's host runs before the step's own: never the kernel a file is run as.
-HELPERS = frozenset(name for helpers in BEFORE.values() for name, _ in helpers)
-CONTRACTS = {"gemm": GEMM, "reduce": REDUCE, "tma": TMA, "scaled": SCALED}
+CONTRACTS = {"gemm": GEMM, "reduce": REDUCE, "tma": TMA}
 # The GEMM contract's declaration, with NAME for the kernel's name.
 CONTRACT = GEMM.declaration("NAME")
 
@@ -143,16 +113,9 @@ def _parameter_type(declaration: str) -> str:
     return ("const " if "const" in pointee else "") + base + stars
 
 
-def check(
-    source: str,
-    name_expression: str,
-    filename: str,
-    contract: Contract = GEMM,
-    required: bool = False,
-) -> None:
+def check(source: str, name_expression: str, filename: str, contract: Contract = GEMM) -> None:
     """Raise Mismatch, saying where, when the kernel named by name_expression
-    does not take the contract's parameters. A kernel not found is left to the compiler,
-    but a `required` one (a kernel the host runs before the file's own: BEFORE)."""
+    does not take the contract's parameters. A kernel not found is left to the compiler."""
     expected = tuple((p.name, p.types) for p in contract.parameters)
     name = name_expression.split("<", 1)[0].strip().split("::")[-1]
     code = code_only(source)
@@ -189,8 +152,3 @@ def check(
                 f"({own}): {'; '.join(differences)}"
             )
         return
-    if required:
-        raise Mismatch(
-            f"{filename} defines no kernel {name}: the grader runs it before the GEMM, as "
-            f"{contract.declaration(name)} ({contract.name})"
-        )

@@ -12,7 +12,6 @@ from pathlib import Path
 
 from ..ladder import registry
 from ..ladder.registry import Geometry, Step
-from . import contract
 
 
 class SpecError(ValueError):
@@ -171,14 +170,12 @@ def resolve(
         raise SpecError(f"{filename} defines no __global__ kernel")
     name = kernel.split("<")[0].strip() if kernel else None
     if name is None:
-        # A kernel the host runs before another (contract.HELPERS) is not the one meant.
-        own = [k for k in kernels if k not in contract.HELPERS] or list(kernels)
-        if len(own) > 1:
+        if len(kernels) > 1:
             raise SpecError(
-                f"{filename} defines {len(own)} kernels "
-                f"({', '.join(own)}): choose one with --kernel"
+                f"{filename} defines {len(kernels)} kernels "
+                f"({', '.join(kernels)}): choose one with --kernel"
             )
-        name = own[0]
+        name = next(iter(kernels))
     elif name not in kernels:
         raise SpecError(
             f"{filename} defines no __global__ kernel {name!r}; it defines {', '.join(kernels)}"

@@ -63,9 +63,5 @@ def maps(M: int, N: int, K: int, A, B, boxes) -> tuple[np.void, np.void]:
     """The maps of A (M x K) and B (K x N), CuPy arrays, for boxes (of A, of B). B's map
     holds the rows B has, up to K: a GEMM whose K was rounded up past them (split_k.described
     pads A's rows with zeros, not B's columns) reads zeros beyond them, never past B."""
-    return encode(A.data.ptr, M, K, boxes[0]), encode(B.data.ptr, rows_of(B, N, K), N, boxes[1])
-
-
-def rows_of(B, N: int, K: int) -> int:
-    """The rows B (K x N, or fewer rows where K was rounded up past them) has, up to K."""
-    return min(K, B.size // N) if N else K
+    rows_of_b = min(K, B.size // N) if N else K
+    return encode(A.data.ptr, M, K, boxes[0]), encode(B.data.ptr, rows_of_b, N, boxes[1])
