@@ -166,7 +166,6 @@ __device__ __forceinline__ void split_scaled(float x, float scale, unsigned& big
 __device__ __forceinline__ void note(float& largest, float x) {
   largest = fmaxf(largest, fabsf(x));
 }
-
 // [docs:note-end]
 
 // The producer's split of a lane's QUADS float4s of a slice of A, 32 apart
@@ -312,7 +311,6 @@ struct Block {
   float *As, *AsSmall, *Bs;
   unsigned long long *full, *ready, *empty;
 };
-
 
 // Lane (g, q) of warp w holds rows g and g + 8 of the warpgroup's 16w..16w+15
 // of B^T (columns of C) for wgmma. Which 64 columns of C those 64 rows are
@@ -562,7 +560,6 @@ __device__ __forceinline__ void write(const Block<BM, BN, STAGES>& b, const floa
 }
 // [docs:epilogue-end]
 
-// [docs:entry]
 // Each block first multiplies its slices with its numbers split as they are,
 // noting as it splits them the largest magnitude of each of its rows of A and
 // columns of B. If every one is ordinary (scale, above: most matrices' every
@@ -634,9 +631,12 @@ sgemm_wgmma_3xtf32(int M, int N, int K, float alpha, const float* A, const float
   }
   __syncthreads();
 
+  // [docs:decide]
   if (warpgroup == 0) {
-    // The producer needs few registers: give the rest to the consumers.
-    // (64: a warp holds its rows of a slice of A, 32 floats a thread.)
+    // The producer needs few registers: give the rest to the consumers. (72:
+    // a thread holds 32 floats of a slice of A and its rows' largest
+    // magnitudes, and spilled at 64; 72 x 128 + 216 x 256 = 168 x 384, all
+    // the registers the block was launched with.)
     asm volatile("setmaxnreg.dec.sync.aligned.u32 72;\n");
     constexpr int QUADS = BM / 4 * BK / 4 / 32;
     float scale[QUADS], largest[QUADS];
@@ -683,6 +683,6 @@ sgemm_wgmma_3xtf32(int M, int N, int K, float alpha, const float* A, const float
   } else {
     write<false>(b, acc, tiles, top, alpha, beta, C);
   }
+  // [docs:decide-end]
 }
-// [docs:entry-end]
 // [docs:kernel-end]
