@@ -1,7 +1,8 @@
 """The course's contracts: the parameters a kernel takes, as the grader calls it.
 
 Every step's kernel takes the GEMM contract, but step 09's split-K reduction,
-which takes the reduction's. A kernel declared otherwise (no alpha, C before A,
+which takes the reduction's, and the Hopper steps 12 and 13, which take tensor
+maps of A and B too (TMA). A kernel declared otherwise (no alpha, C before A,
 a double) would be called with arguments it does not expect: on a GPU that
 reads garbage or crashes, on the CPU it does not link. Both backends check the
 declaration first (autograder.run.backends) and say where it differs from the contract.
