@@ -42,7 +42,10 @@
 // place, the small ones into a buffer beside it (another barrier, ready[s],
 // says when); the consumers split B's fragments as they load them, issue
 // three wgmmas where step 12 issued one, and promote each slice's sums. A
-// slice takes 48 KB of shared memory: A, its small parts and B.
+// slice takes 48 KB of shared memory: A, its small parts and B. And where C
+// has few tiles, a tile's layers of K add up their sums themselves, a cluster
+// of blocks reading one another's shared memory (write), where step 12's go
+// through memory to step 09's reduction.
 //
 // Written for NVRTC without CUDA headers: every Hopper instruction is stated
 // in PTX, each in a helper of a few lines; the tensor maps come from the host
@@ -287,6 +290,20 @@ __device__ __forceinline__ void wgmma_64xNx8(float (&d)[N / 2], const unsigned (
 #undef D32
 #undef D8
 }
+// --- a cluster of blocks (the layers of K of one tile of C, LAYERS > 1).
+// Every thread of the cluster that has not exited arrives, then waits for
+// the rest: what each wrote to its shared memory before is seen by all.
+__device__ __forceinline__ void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;\n" ::: "memory");
+}
+// The float at p in the shared memory of the cluster's block `rank`.
+__device__ __forceinline__ float peer_float(const float* p, int rank) {
+  unsigned remote;
+  float x;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(smem(p)), "r"(rank));
+  asm volatile("ld.shared::cluster.f32 %0, [%1];\n" : "=f"(x) : "r"(remote) : "memory");
+  return x;
+}
 // [docs:helpers-end]
 
 // [docs:kernel]
@@ -509,10 +526,15 @@ __device__ __forceinline__ void consume(const Block<BM, BN, STAGES>& b, int firs
 // straight to C, a warp's store would touch 8 pieces of 16 bytes in 4 rows;
 // so the warpgroup first lays its BM x 64 tile out in shared memory (the
 // pipeline's buffers, once every consumer is done with them), then writes C a
-// row at a time. Scaled, each sum is scaled back by its row's and column's
-// powers of two, from the largest magnitudes in shared memory (top: the
-// block's rows', then its columns').
-template <bool SCALED, int BM, int BN, int STAGES>
+// row at a time. Scaled, each sum is scaled back as it is laid out, by its
+// row's and column's powers of two, from the largest magnitudes in shared
+// memory (top: the block's rows', then its columns').
+//
+// In a cluster of LAYERS blocks (one per layer of K, the same tile of C),
+// each block lays out its own partial sums; then block z adds up rows 4z +
+// warp, 4z + warp + 4 LAYERS, ... of every layer's, layer 0 first (so the
+// sums do not depend on which block finished first), and writes them to C.
+template <bool SCALED, int BM, int BN, int STAGES, int LAYERS>
 __device__ __forceinline__ void write(const Block<BM, BN, STAGES>& b, const float (&acc)[BM / 2],
                                       float* tiles, const float* top, float alpha, float beta,
                                       float* C) {
@@ -531,29 +553,59 @@ __device__ __forceinline__ void write(const Block<BM, BN, STAGES>& b, const floa
 #pragma unroll
     for (int c = 0; c < BM / 8; ++c) {
 #pragma unroll
-      for (int e = 0; e < 2; ++e) Cs[(8 * c + 2 * q + e) * LDC + col] = acc[4 * c + 2 * h + e];
-    }
-  }
-  asm volatile("bar.sync %0, 128;\n" ::"r"(2 + consumer) : "memory");
-  // With beta = 0, C is not read: BLAS lets it hold anything then (as step 08).
-  const bool readC = beta != 0.0f;
-  for (int r = warp; r < BM; r += 4) {
-    const int row = b.row + r;
-    if (row >= b.M) break;
-#pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      const int n = 64 * consumer + 32 * half + lane;  // column of the block tile
-      const int col = b.col + n;
-      if (col < b.N) {
-        float sum = Cs[r * LDC + 32 * half + lane];
+      for (int e = 0; e < 2; ++e) {
+        const int r = 8 * c + 2 * q + e;
+        float sum = acc[4 * c + 2 * h + e];
         if (SCALED) {
           // By both powers of two, in two halves of at most 126 each, so
           // that neither half overflows where their product does not.
-          const int back = -(scale_shift(top[r]) + scale_shift(top[BM + n]));
+          const int back = -(scale_shift(top[r]) + scale_shift(top[BM + 64 * consumer + col]));
           sum = sum * pow2(back / 2) * pow2(back - back / 2);
         }
+        Cs[r * LDC + col] = sum;
+      }
+    }
+  }
+  if (LAYERS == 1) {
+    asm volatile("bar.sync %0, 128;\n" ::"r"(2 + consumer) : "memory");
+  } else {
+    cluster_sync();  // every layer's partial sums are laid out
+  }
+  // This warp's rows of the tile: r = first + 4 LAYERS i. Their sums are all
+  // gathered before any is written, so that the loads from the other blocks
+  // are on their way together (one at a time, each waited for, they took
+  // longer than the multiplication at 1024^3).
+  constexpr int ROWS = (BM + 4 * LAYERS - 1) / (4 * LAYERS);
+  const int first = warp + 4 * (LAYERS == 1 ? 0 : blockIdx.z);  // the cluster: the grid's depth
+  float sums[ROWS][2];
+#pragma unroll
+  for (int i = 0; i < ROWS; ++i) {
+    const int r = min(first + 4 * LAYERS * i, BM - 1);  // past BM: not written below
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const float* const mine = &Cs[r * LDC + 32 * half + lane];
+      float layer[LAYERS];
+#pragma unroll
+      for (int z = 0; z < LAYERS; ++z) layer[z] = LAYERS == 1 ? *mine : peer_float(mine, z);
+      sums[i][half] = LAYERS == 1 ? layer[0] : 0.0f;
+#pragma unroll
+      for (int z = 0; z < LAYERS && LAYERS > 1; ++z) sums[i][half] += layer[z];
+    }
+  }
+  // No block leaves (its shared memory with it) while another reads its sums.
+  if (LAYERS > 1) cluster_sync();
+  // With beta = 0, C is not read: BLAS lets it hold anything then (as step 08).
+  const bool readC = beta != 0.0f;
+#pragma unroll
+  for (int i = 0; i < ROWS; ++i) {
+    const int r = first + 4 * LAYERS * i, row = b.row + r;
+    if (r >= BM || row >= b.M) break;
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const int col = b.col + 64 * consumer + 32 * half + lane;
+      if (col < b.N) {
         float* const p = C + static_cast<size_t>(row) * b.N + col;
-        *p = alpha * sum + (readC ? beta * *p : 0.0f);
+        *p = alpha * sums[i][half] + (readC ? beta * *p : 0.0f);
       }
     }
   }
@@ -565,9 +617,10 @@ __device__ __forceinline__ void write(const Block<BM, BN, STAGES>& b, const floa
 // columns of B. If every one is ordinary (scale, above: most matrices' every
 // block), the sums are right and the block writes them. Any other block
 // multiplies its slices once more, each row and column scaled by its own
-// power of two, and scales C back as it writes it.
-template <int BM, int BN, int STAGES>
-__global__ void __launch_bounds__(128 * (1 + BN / 64), 1)
+// power of two, and scales C back as it writes it. LAYERS > 1: the grid is
+// LAYERS deep, and each tile's layers, a cluster, add their sums up (write).
+template <int BM, int BN, int STAGES, int LAYERS>
+__global__ void __cluster_dims__(1, 1, LAYERS) __launch_bounds__(128 * (1 + BN / 64), 1)
 sgemm_wgmma_3xtf32(int M, int N, int K, float alpha, const float* A, const float* B, float beta,
                    float* C, const __grid_constant__ TensorMap mapA,
                    const __grid_constant__ TensorMap mapB) {
@@ -595,15 +648,16 @@ sgemm_wgmma_3xtf32(int M, int N, int K, float alpha, const float* A, const float
   b.M = M, b.N = N, b.K = K, b.A = A, b.B = B, b.mapA = &mapA, b.mapB = &mapB;
   b.row = blockIdx.y * BM;
   b.col = blockIdx.x * BN;
-  // Split-K (a grid gridDim.z layers deep, as step 09 runs step 08's kernel):
-  // layer z multiplies its own run of slices, from k = kFirst, and writes its
-  // partial product to the z-th of gridDim.z matrices of M x N laid out from C.
-  // (Its largest magnitudes are those of its own run of k, and so is its
-  // scaling, undone before it writes.)
+  // Split-K (a grid gridDim.z layers deep): layer z multiplies its own run of
+  // slices, from k = kFirst. (Its largest magnitudes are those of its own run
+  // of k, and so is its scaling, undone before it writes.) In a cluster
+  // (LAYERS = gridDim.z) the layers add up their sums themselves; else, as
+  // step 09 runs step 08's kernel, layer z writes its partial product to the
+  // z-th of gridDim.z matrices of M x N laid out from C.
   const int perLayer = ((K + BK - 1) / BK + gridDim.z - 1) / gridDim.z;
   b.kFirst = blockIdx.z * perLayer * BK;
   b.slices = max(0, min(perLayer, (K - b.kFirst + BK - 1) / BK));
-  C += static_cast<size_t>(blockIdx.z) * M * N;
+  if (LAYERS == 1) C += static_cast<size_t>(blockIdx.z) * M * N;
   // TMA describes a matrix whose rows start at 16-byte multiples; the host
   // encoded a map for each matrix exactly when this holds.
   b.tmaA = K % 4 == 0 && reinterpret_cast<size_t>(A) % 16 == 0;
@@ -679,9 +733,9 @@ sgemm_wgmma_3xtf32(int M, int N, int K, float alpha, const float* A, const float
   bar_wait(&decided, 0);
   if (far) {
     consume<true>(b, b.slices, scale, largest, acc);
-    write<true>(b, acc, tiles, top, alpha, beta, C);
+    write<true, BM, BN, STAGES, LAYERS>(b, acc, tiles, top, alpha, beta, C);
   } else {
-    write<false>(b, acc, tiles, top, alpha, beta, C);
+    write<false, BM, BN, STAGES, LAYERS>(b, acc, tiles, top, alpha, beta, C);
   }
   // [docs:decide-end]
 }

@@ -142,7 +142,7 @@ def test_the_registry_knows_the_wgmma_kernels_tile_sizes(step):
     """The launch geometry and TMA boxes (registry) and the kernel agree on BM and BK, at
     every block height the GEMM may race (registry.block_rows)."""
     source = step.source()
-    assert "template <int BM, int BN, int STAGES>\n__global__" in source
+    assert f"template <int {', int '.join(step.params)}>\n__global__" in source
     assert f"constexpr int BK = {registry.WGMMA_BK};" in source
     rows = registry.block_rows(step)
     assert rows[0] == step.params["BM"] and rows[-1] == 64

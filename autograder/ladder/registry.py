@@ -583,8 +583,8 @@ BEYOND: tuple[Step, ...] = (
         "FP32 on tensor cores (3xTF32)",
         "sgemm_wgmma_3xtf32",
         # Two consumer warpgroups, as step 12; a slice takes 48 KB with A's small
-        # parts, so four fit.
-        params=dict(BM=128, BN=128, STAGES=4),
+        # parts, so four fit. LAYERS: the layers of K a cluster adds up (split_k).
+        params=dict(BM=128, BN=128, STAGES=4, LAYERS=1),
         layout=partial(_warpgroup_tiles, a_buffers=2),
         min_arch="sm_90a",
         contract="tma",

@@ -39,7 +39,15 @@ DIRECTIVES |= {"pragma", "error", "warning"}
 UNROLL = {"unroll", "nounroll"}  # the only pragmas a course kernel uses
 DEVICE = {"__global__", "__device__", "__constant__", "__shared__"}
 # Words that may precede "(" in a namespace-scope declaration without calling anything.
-NOT_CALLS = {"__launch_bounds__", "__align__", "alignas", "decltype", "sizeof", "alignof"}
+NOT_CALLS = {
+    "__launch_bounds__",
+    "__cluster_dims__",
+    "__align__",
+    "alignas",
+    "decltype",
+    "sizeof",
+    "alignof",
+}
 NOT_CALLS |= {"noexcept", "int", "unsigned", "float", "double", "char", "short", "long", "bool"}
 # What a variable outside a function may be declared with: built-in types
 # (no constructor to run) and specifiers.

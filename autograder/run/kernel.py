@@ -103,7 +103,7 @@ _GLOBAL = re.compile(r"(template\s*<[^>]*>\s*)?__global__\s+void\s+(\w+)\s*\(")
 def global_kernels(source: str) -> dict[str, bool]:
     """The __global__ functions a source defines, each with whether it is a template."""
     found = {}
-    for m in _GLOBAL.finditer(_strip_launch_bounds(_strip_comments(source))):
+    for m in _GLOBAL.finditer(_strip_attributes(_strip_comments(source))):
         found[m.group(2)] = m.group(1) is not None
     return found
 
@@ -113,7 +113,7 @@ def template_arguments(source: str, name_expression: str) -> dict[str, int]:
     by name: {"BM": 128, ...} for "sgemm_x<128, ...>"; {} for a kernel that is no
     template, or whose parameters are not plain ints."""
     name, _, args = name_expression.partition("<")
-    code = _strip_launch_bounds(_strip_comments(source))
+    code = _strip_attributes(_strip_comments(source))
     declared = rf"template\s*<([^>]*)>\s*__global__\s+void\s+{re.escape(name.strip())}\s*\("
     m = re.search(declared, code)
     if not m or not args:
@@ -139,12 +139,17 @@ def _strip_comments(source: str) -> str:
     return re.sub(r"//[^\n]*|/\*.*?\*/", " ", source, flags=re.DOTALL)
 
 
-def _strip_launch_bounds(source: str) -> str:
-    """Drop `__launch_bounds__(...)`, whose argument may hold nested parentheses."""
+# A kernel's attributes between `__global__ void` and its name.
+_ATTRIBUTES = re.compile(r"__launch_bounds__|__cluster_dims__")
+
+
+def _strip_attributes(source: str) -> str:
+    """Drop `__launch_bounds__(...)` and `__cluster_dims__(...)`, whose arguments may hold
+    nested parentheses."""
     out, i = [], 0
-    while (j := source.find("__launch_bounds__", i)) >= 0:
-        out.append(source[i:j])
-        k = source.find("(", j)
+    while m := _ATTRIBUTES.search(source, i):
+        out.append(source[i : m.start()])
+        k = source.find("(", m.start())
         depth = 0
         while k < len(source):
             depth += {"(": 1, ")": -1}.get(source[k], 0)
