@@ -437,8 +437,12 @@ def test_the_tensor_core_chapters_words_hold_for_the_committed_sweep():
 def test_the_sweep_says_which_path_each_tensor_core_row_took_and_fp32_only_where_timed():
     """Chapters 12 and 13 mark the shapes where step 09's FP32 kernels ran (paths): every
     row of 12 and 13 records its path; the FP32 path, smaller blocks than the step's own,
-    one layer where the rule gives more, or copies where they do not pay, only at products
-    small enough to be timed; elsewhere the step's own blocks in the layers split_k gives."""
+    one layer where its plans give more, or copies where they do not pay, only at products
+    small enough to be timed; elsewhere the step's own blocks in one of its plans (the
+    layers split_k gives the reduction, or for step 13 those split_k.plan models in
+    clusters on the H200 the data is from)."""
+    from measured import H200_CLUSTERS_AT_ONCE
+
     from autograder.run import paths, split_k
 
     ours = {registry.step(s).name: registry.step(s) for s in ("12", "13")}
@@ -449,16 +453,21 @@ def test_the_sweep_says_which_path_each_tensor_core_row_took_and_fp32_only_where
         step, shape = ours[r.kernel], (r.M, r.N, r.K)
         odd = r.K % 4 != 0 or r.N % 4 != 0
 
-        def name(height, layers=None, copied=odd and split_k.copies_pay(*shape)):
+        def names(height, copied):  # the step's own plans, its choice first (backends)
             tile = step.with_params(BM=height).geometry.tile
-            return paths.tensor_cores(height, layers or split_k.layers(*shape, tile, 132), copied)
+            plans = [(split_k.layers(*shape, tile, 132), False)]  # the H200's 132 SMs
+            if "LAYERS" in step.params:
+                plans.insert(0, split_k.plan(*shape, tile, 132, H200_CLUSTERS_AT_ONCE.get))
+            return [paths.tensor_cores(height, s, copied, c) for s, c in plans]
 
-        own = name(step.params["BM"])  # the H200's 132 SMs
+        own = names(step.params["BM"], odd and split_k.copies_pay(*shape))
         raced = {paths.FP32} | {
-            name(h, s, c)
-            for h in registry.block_rows(step) for s in (None, 1) for c in {False, odd}
-        }  # fmt: skip
-        assert r.path == own or (r.path in raced and 2 * math.prod(shape) <= bound), r
+            name
+            for h in registry.block_rows(step)
+            for c in {False, odd}
+            for name in [*names(h, c), paths.tensor_cores(h, 1, c)]
+        }
+        assert r.path in own or (r.path in raced and 2 * math.prod(shape) <= bound), r
     assert figures.fp32_path_shapes("13") and figures.fp32_path_shapes("12")
 
 

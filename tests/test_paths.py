@@ -28,8 +28,9 @@ class _Runs:
     def launch(self, what):
         return lambda *args: self.ran.append((what, args[:3]))
 
-    def tensor(self, rows, layers, copy):
-        return None if rows in self.uncompiled else self.launch((rows, layers, copy))
+    def tensor(self, rows, layers, copy, clustered=None):
+        what = (rows, layers, copy) if clustered is None else (rows, layers, copy, clustered)
+        return None if rows in self.uncompiled else self.launch(what)
 
     def timer(self, launch_of):
         def time(shape, name):
@@ -40,13 +41,16 @@ class _Runs:
         return time
 
 
-def _gemm(runs: _Runs, timer=True, rule_layers=RULE_LAYERS):
+def _gemm(runs: _Runs, timer=True, rule_layers=RULE_LAYERS, clustered=None):
+    """Step 12's paths (its layers through the reduction), or with `clustered` layers first
+    (step 13's: its own choice, in clusters)."""
+    plans = [(rule_layers, False)]
     return paths.gemm(
         "12_wgmma_tf32.cu",
         runs.tensor,
         runs.launch("fp32"),
         runs.timer if timer else None,
-        lambda M, N, K, rows: rule_layers,
+        lambda M, N, K, rows: ([(clustered, True)] if clustered else []) + plans,
         ROWS,
         PEAK,
     )
@@ -58,7 +62,7 @@ def _run(launch, shape):
 
 def _raced(copies=(False, True), rows=ROWS, layers=(RULE_LAYERS, 1)):
     return {
-        paths.tensor_cores(r, s, c): (r, s, c)
+        paths.tensor_cores(r, s, c): (r, s, c, False)
         for r, s, c in itertools.product(rows, layers, copies)
     } | {paths.FP32: "fp32"}
 
@@ -129,3 +133,38 @@ def test_a_path_s_name_says_its_block_height_back():
     for rows, layers, copied in itertools.product(ROWS, (1, 2, 66), (False, True)):
         assert paths.block_rows(paths.tensor_cores(rows, layers, copied)) == rows
     assert paths.block_rows(paths.FP32) is None
+
+
+def test_layers_added_up_in_clusters_are_raced_beside_the_reductions_and_named_so():
+    runs = _Runs({})
+    launch = _gemm(runs, clustered=2)
+    in_clusters = {
+        paths.tensor_cores(r, 2, c, clustered=True): (r, 2, c, True)
+        for r, c in itertools.product(ROWS, (False, True))
+    }
+    names = _raced() | in_clusters
+    winner = paths.tensor_cores(128, 2, True, clustered=True)
+    assert winner.endswith("2 layers of K in clusters, on padded copies")
+    runs.seconds = {name: 1e-5 if name == winner else 2e-5 for name in names}
+    assert launch.path(*SMALL) == winner
+    assert sorted(name for _, name in runs.timed) == sorted(names)
+    _run(launch, SMALL)
+    assert runs.ran[-1] == (names[winner], SMALL)
+
+
+@pytest.mark.parametrize("faster", [True, False])
+def test_a_large_product_times_its_own_blocks_layers_in_clusters_against_the_reductions(faster):
+    """Above the race's bound only the step's own plans at its own height are timed, named
+    for how their layers add up: the model's in clusters, and the reduction's."""
+    runs = _Runs({})
+    launch = _gemm(runs, clustered=2)
+    model = paths.tensor_cores(256, 2, False, clustered=True)
+    reduction = paths.tensor_cores(256, RULE_LAYERS, False)
+    runs.seconds = {model: 1e-3 if faster else 3e-3, reduction: 2e-3}
+    _run(launch, LARGE)
+    assert sorted(name for _, name in runs.timed) == sorted([model, reduction])
+    assert launch.path(*LARGE) == (model if faster else reduction)
+    assert runs.ran[-1] == (
+        ((256, None, None) if faster else (256, RULE_LAYERS, None, False)),
+        LARGE,
+    )

@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 import pytest
+from measured import H200_CLUSTERS_AT_ONCE
 
 from autograder.ladder import registry
 from autograder.run import split_k
@@ -118,3 +119,90 @@ def test_a_padded_copy_on_the_gpu_is_the_matrix_with_zeros_around_it(shape, padd
     expected = np.zeros(padded, np.float32)
     expected[: shape[0], : shape[1]] = X.get()
     np.testing.assert_array_equal(copy, expected)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(
+    "shape, wide", [((3001, 2999), (3001, 3000)), ((5, 1), (5, 4)), ((2, 7), (2, 8))]
+)
+def test_a_cropped_copy_on_the_gpu_is_the_wide_matrixs_first_columns_and_nothing_past(shape, wide):
+    """C from its wide copy (split_k._CROP, one launch): every float of C, and nothing
+    written past C's last one (a NaN guard behind it stays)."""
+    from autograder.run import gpu
+
+    if reason := gpu.unavailable_reason():
+        pytest.skip(reason)
+    import cupy
+
+    X4 = cupy.asarray(np.random.default_rng(1).standard_normal(wide).astype(np.float32))
+    held = cupy.full(shape[0] * shape[1] + 8, cupy.nan, cupy.float32)
+    split_k._cropped(cupy, X4, held[: shape[0] * shape[1]], shape)
+    got = held.get()
+    np.testing.assert_array_equal(got[:-8].reshape(shape), X4.get()[:, : shape[1]])
+    assert np.isnan(got[-8:]).all()
+
+
+H200_AT_ONCE = H200_CLUSTERS_AT_ONCE.__getitem__
+STEP13_TILE = registry.step("13").geometry.tile
+
+
+@pytest.mark.parametrize("sms, at_once", [(132, H200_AT_ONCE), (58, lambda S: 58 // S)])
+def test_layers_in_clusters_keep_min_slices_and_model_no_slower_than_one_layer(sms, at_once):
+    for M, N, K in itertools.product(SIDES, SIDES, DEPTHS):
+        S, in_clusters = split_k.plan(M, N, K, STEP13_TILE, sms, at_once)
+        rule = split_k.layers(M, N, K, STEP13_TILE, sms)
+        if not in_clusters:  # one layer, or more than a cluster holds through the reduction
+            assert S == 1 or (S == rule > split_k.CLUSTER_AT_MOST), (M, N, K, S)
+            continue
+        slices = math.ceil(K / registry.WGMMA_BK)
+        assert 1 < S <= split_k.CLUSTER_AT_MOST and slices // S >= split_k.MIN_SLICES
+        tiles = math.ceil(M / STEP13_TILE[0]) * math.ceil(N / STEP13_TILE[1])
+        waves = math.ceil(tiles / at_once(S))
+        one_layer = math.ceil(tiles / sms) * (slices + split_k.BLOCK_SLICES)
+        assert waves * (math.ceil(slices / S) + split_k.BLOCK_SLICES) < one_layer, (M, N, K)
+
+
+@pytest.mark.parametrize(
+    "shape, expected",
+    [
+        # measured fastest on an H200 (2026-11-30, GPU time; kernels/13 in clusters)
+        ((1024, 1024, 1024), (2, True)),  # 30.0 us; 1 layer 49.8, 3 43.7, 4 51.9
+        ((1536, 1536, 1536), (3, True)),  # 111.1 us; 1 layer 138.8, 2 113.6, 4 112.8
+        ((2048, 2048, 2048), (1, False)),  # 180.3 us; 2 layers 190.0
+        ((4096, 4096, 4096), (1, False)),  # 1376 us; 2 layers 1422
+        ((64, 8192, 4096), (2, True)),  # (64-row blocks, below) 70.2 us; 3 layers 91.7
+        ((256, 256, 65536), (33, False)),  # 4 tiles: the reduction's 33 layers
+    ],
+)
+def test_the_model_chooses_the_layers_measured_fastest_on_an_h200(shape, expected):
+    tile = (64, 128) if shape[0] == 64 else STEP13_TILE
+    assert split_k.plan(*shape, tile, 132, H200_AT_ONCE) == expected
+
+
+class _Recorder:
+    """Launches that record their arguments (a kernel, a cluster's kernel, the reduction)."""
+
+    def __init__(self, name):
+        self.name, self.calls, self.function = name, [], name
+
+    def __call__(self, *args, layers=1):
+        self.calls.append((args, layers))
+
+
+@pytest.mark.parametrize("compiles", [True, False])
+def test_a_gemm_in_clusters_runs_the_clusters_kernel_on_c_itself_or_else_the_reduction(
+    compiles,
+):
+    kernel, together, reduce = _Recorder("kernel"), _Recorder("together"), _Recorder("reduce")
+    clusters = split_k.Clusters(lambda S: together if compiles else None, H200_AT_ONCE)
+    launch = split_k.gemm("k", kernel, reduce, _Xp, STEP13_TILE, 132, clusters=clusters)
+    M = N = K = 1024
+    A, B, C = (np.zeros(s, np.float32).view(_OnDevice) for s in ((M, K), (K, N), (M, N)))
+    launch(M, N, K, 2.0, A, B, 0.5, C)
+    if compiles:  # no partial sums, no reduction: alpha, beta and C as they were given
+        assert together.calls == [((M, N, K, 2.0, A, B, 0.5, C), 2)] and not kernel.calls
+        assert launch.splits() == () and not reduce.calls
+    else:  # a learner's kernel without clusters: the reduction's layers
+        ((args, layers),) = kernel.calls
+        assert args[3] == 1.0 and args[6] == 0.0 and layers == 2 and len(reduce.calls) == 1
+        assert [s.splits for s in launch.splits()] == [2]

@@ -178,9 +178,10 @@ def judged_launcher(spec: KernelSpec):
 
 def _layered(spec: KernelSpec, tune: bool, table: bool):
     """A tensor-core step's GEMM: its kernel in the layers of K split_k chooses, added up
-    by the course's own reduction (kernels/09), on matrices TMA can describe; where
-    tuning is on, at small products the fastest of that, the kernel with smaller blocks
-    (registry.block_rows), in one layer, on padded copies or not, and step 09's FP32 GEMM
+    in clusters where the kernel can (step 13's LAYERS), else by the course's own
+    reduction (kernels/09), on matrices TMA can describe; where tuning is on, at small
+    products the fastest of that, the kernel with smaller blocks (registry.block_rows), in
+    the reduction's layers or in one, on padded copies or not, and step 09's FP32 GEMM
     (paths)."""
     import cupy
 
@@ -193,34 +194,47 @@ def _layered(spec: KernelSpec, tune: bool, table: bool):
     step = registry.step_of_kernel(spec.filename, spec.name_expression)
     rows = registry.block_rows(step)
 
-    def variant(height: int) -> KernelSpec:  # the spec's kernel, blocks `height` rows of C
-        if height == rows[0]:
+    def variant(height: int, cluster: int = 1) -> KernelSpec:
+        """The spec's kernel, blocks `height` rows of C, clusters of `cluster` layers."""
+        if (height, cluster) == (rows[0], 1):
             return spec
-        shaped = step.with_params(BM=height)
+        shaped = step.with_params(BM=height, **({"LAYERS": cluster} if cluster > 1 else {}))
         return replace(spec, name_expression=shaped.name_expression, geometry=shaped.geometry)
 
     @functools.cache
-    def kernel(height: int):
+    def kernel(height: int, cluster: int = 1):
         try:
-            return _gpu_kernel(variant(height))
+            return _gpu_kernel(variant(height, cluster))
         except compiler.CompileError:  # a learner's kernel, written for its own blocks only
-            if height == rows[0]:
+            if (height, cluster) == (rows[0], 1):
                 raise
             return None
 
+    # Step 13's layers of K can add their sums up in clusters (its LAYERS); step 12's
+    # are added up by the reduction.
+    clusters = "LAYERS" in step.params
+
     @functools.cache
-    def tensor(height: int, layers: int | None, copy: bool | None):
+    def tensor(height: int, layers: int | None, copy: bool | None, clustered: bool = clusters):
         launch = kernel(height)
         if launch is None:
             return None
         shaped = variant(height)
+        together = functools.partial(kernel, height)
         return split_k.gemm(
             shaped.name_expression, launch, reduce, cupy, shaped.geometry.tile, info.sms,
-            layers, copy,
+            layers, copy, split_k.Clusters(together, gpu.clusters_at_once) if clustered else None,
         )  # fmt: skip
 
-    def rule(M: int, N: int, K: int, height: int) -> int:
-        return split_k.layers(M, N, K, variant(height).geometry.tile, info.sms)
+    def plans(M: int, N: int, K: int, height: int) -> list[tuple[int, bool]]:
+        """(layers, in clusters) worth timing at this height, the first tensor's default:
+        the layers split_k models in clusters, where the kernel has them, then the
+        reduction's."""
+        tile = variant(height).geometry.tile
+        reduced = (split_k.layers(M, N, K, tile, info.sms), False)
+        if not clusters:
+            return [reduced]
+        return [split_k.plan(M, N, K, tile, info.sms, gpu.clusters_at_once), reduced]
 
     own = tensor(rows[0], None, None)
     if not (tune and autotune.enabled()):
@@ -228,7 +242,9 @@ def _layered(spec: KernelSpec, tune: bool, table: bool):
     fp32 = gpu_launcher(replace(step09, split_every_case=False), tune=tune, table=table)
     # The race's check of C allows the inputs' rounding (TF32's, in step 12).
     timer = functools.partial(shape_timer.gpu_timer, tolerance=1e-4 + 2 * spec.input_roundoff)
-    launch = paths.gemm(spec.filename, tensor, fp32, timer, rule, rows, info.fp32_peak_gflops * 1e9)
+    launch = paths.gemm(
+        spec.filename, tensor, fp32, timer, plans, rows, info.fp32_peak_gflops * 1e9
+    )
     launch.function = own.function
     return launch
 

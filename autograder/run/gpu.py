@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 from dataclasses import dataclass
 
@@ -152,6 +153,33 @@ def device_limits():
         info.clock_mhz,
         bandwidth,
     )
+
+
+@functools.cache
+def clusters_at_once(size: int) -> int:
+    """How many clusters of `size` blocks, each block taking a whole SM (as step 13's
+    do), this GPU runs at once (the driver's cuOccupancyMaxActiveClusters, asked of a
+    kernel that takes all of an SM's shared memory). A cluster's blocks share one GPC,
+    so where a GPC's SMs do not split into whole clusters some idle: an H200 runs 66
+    clusters of 2 (132 SMs), but 30 of 4 and 15 of 8 (120)."""
+    import cupy
+    from cuda.bindings import driver
+
+    probe = cupy.RawKernel('extern "C" __global__ void probe() {}', "probe")
+    shared = cupy.cuda.Device().attributes["MaxSharedMemoryPerBlockOptin"]
+    probe.max_dynamic_shared_size_bytes = shared
+    config = driver.CUlaunchConfig()
+    config.gridDimX, config.gridDimY, config.gridDimZ = 1, 1, size
+    config.blockDimX, config.blockDimY, config.blockDimZ = 128, 1, 1
+    config.sharedMemBytes = shared
+    cluster = driver.CUlaunchAttribute()
+    cluster.id = driver.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+    cluster.value.clusterDim.x, cluster.value.clusterDim.y, cluster.value.clusterDim.z = 1, 1, size
+    config.attrs, config.numAttrs = [cluster], 1
+    err, count = driver.cuOccupancyMaxActiveClusters(driver.CUfunction(probe.kernel.ptr), config)
+    if err != driver.CUresult.CUDA_SUCCESS:
+        raise RuntimeError(f"cuOccupancyMaxActiveClusters for clusters of {size}: {err}")
+    return count
 
 
 def software_versions() -> dict[str, str]:

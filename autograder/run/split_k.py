@@ -14,6 +14,13 @@ blocks than SMs: wherever the rule's S was among those timed, it was the fastest
 1% of it, but at 333x4444x2222 (70 blocks of step 12: 3 layers in two uneven waves ran 1.3
 times as fast as 1; step 13, 6 layers, 1.05 times). (Step 12's smallest shapes were not
 timed: the timer's check of C is strict FP32's, which TF32 fails there.)
+
+Step 13's kernel adds its layers up itself (plan, Clusters): the S blocks of a tile's
+layers are one cluster, each lays its partial sums out in its shared memory, and each adds
+up its share of the tile from all of theirs. No partial product goes through memory and no
+reduction is launched: the reduction took 7.4 of the 35.4 us that 1024^3 took in 2 layers
+(H200, 2026-11-30, GPU time), and in clusters it ran in 30.0. Layers that cost so little
+also even out a last wave that would run short (plan).
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable
+from typing import NamedTuple
 
 from ..ladder import registry
 from .by_shape import Plan, compose
@@ -38,22 +46,86 @@ def layers(M: int, N: int, K: int, tile: tuple[int, int], sms: int) -> int:
     return max(1, min(sms // blocks, slices // MIN_SLICES))
 
 
+class Clusters(NamedTuple):
+    """A kernel whose layers of K add their sums up themselves, in a cluster of blocks
+    (step 13's): kernel(S), its launch with clusters of S layers (None where it does not
+    compile: a learner's, written otherwise); at_once(S), how many such clusters the GPU
+    runs at a time (gpu.clusters_at_once)."""
+
+    kernel: Callable[[int], Callable | None]
+    at_once: Callable[[int], int]
+
+
+# The largest cluster a kernel may name without asking for more (CUDA's portable
+# cluster size).
+CLUSTER_AT_MOST = 8
+
+# What a block's start and end cost (its pipeline filling and draining, its epilogue, its
+# cluster adding up), in slices of K of its own. Measured on an H200 (2026-11-30, GPU
+# time, step 13 in clusters): at 1536^3, 144 blocks of 128 x 128 on 132 SMs, 1 layer ran
+# in 138.8 us, 2 in 113.6, 3 in 111.1, 4 in 112.8 (modelled 104, 84, 80, 80); at 4096^3
+# 1 layer in 1376 us, 2 in 1422 (modelled 1056, 1088).
+BLOCK_SLICES = 4
+
+
+def plan(M: int, N: int, K: int, tile: tuple[int, int], sms: int, at_once: Callable[[int], int]):
+    """(S, in clusters): the layers of K a kernel that adds them up in clusters runs in.
+    Where the one-wave rule (layers) wants more layers than a cluster holds (few tiles of
+    C, a long K), those, through the reduction. Else the S up to CLUSTER_AT_MOST whose
+    waves of blocks end first, modelled: a wave takes a block's slices and BLOCK_SLICES
+    more, and at_once(S) clusters run at a time (sms blocks where S is 1), each layer
+    MIN_SLICES slices deep at least. Unlike the reduction's layers, those of a cluster
+    cost no matrices written and read back: past one wave, where the last wave would be
+    short, they even the waves out."""
+    rule = layers(M, N, K, tile, sms)
+    if rule > CLUSTER_AT_MOST:
+        return rule, False
+    tiles = math.ceil(M / tile[0]) * math.ceil(N / tile[1])
+    slices = math.ceil(K / registry.WGMMA_BK)
+
+    def modelled(S: int) -> int:
+        waves = math.ceil(tiles / (sms if S == 1 else at_once(S)))
+        return waves * (math.ceil(slices / S) + BLOCK_SLICES)
+
+    deep_enough = [S for S in range(1, CLUSTER_AT_MOST + 1) if S == 1 or slices // S >= MIN_SLICES]
+    S = min(deep_enough, key=lambda S: (modelled(S), S))
+    return S, S > 1
+
+
 def gemm(
     name: str, kernel: Callable, reduce: Callable, xp, tile, sms: int,
-    layers_of: int | None = None, copy: bool | None = None,
+    layers_of: int | None = None, copy: bool | None = None, clusters: Clusters | None = None,
 ):  # fmt: skip
     """launch(M, N, K, alpha, A, B, beta, C): the kernel `name` (launch(..., layers=S)), a
-    block covering tile[0] x tile[1] of C, in `layers_of` layers of K (None: those `layers`
-    chooses), added up by `reduce` (step 09's course reduction), on copies of A and B that
-    TMA can describe as `copy` says (described); xp: CuPy."""
+    block covering tile[0] x tile[1] of C, in `layers_of` layers of K, on copies of A and B
+    that TMA can describe as `copy` says (described); xp: CuPy. With `clusters`, its
+    layers add their sums up in clusters (None: the layers `plan` chooses); without, step
+    09's course reduction, `reduce`, adds them (None: the layers `layers` chooses)."""
     layered = compose(
         lambda M, N, K: Plan(name, layers_of or layers(M, N, K, tile, sms)),
         {name: kernel},
         reduce,
         lambda n: xp.empty(n, dtype=xp.float32),
     )
-    launch = described(layered, xp, copy)
-    launch.function, launch.splits = kernel.function, layered.splits
+    split: list[Callable] = [layered.splits]  # the last launch's, for the judge
+
+    def run(M, N, K, alpha, A, B, beta, C):
+        if layers_of:
+            S, in_clusters = layers_of, clusters is not None
+        elif clusters:
+            S, in_clusters = plan(M, N, K, tile, sms, clusters.at_once)
+        else:
+            S, in_clusters = layers(M, N, K, tile, sms), False
+        own = clusters.kernel(S) if in_clusters and 1 < S <= CLUSTER_AT_MOST else None
+        if own is None:
+            split[0] = layered.splits
+            layered(M, N, K, alpha, A, B, beta, C)
+        else:
+            split[0] = tuple
+            own(M, N, K, alpha, A, B, beta, C, layers=S)
+
+    launch = described(run, xp, copy)
+    launch.function, launch.splits = kernel.function, lambda: split[0]()
     return launch
 
 
@@ -105,7 +177,7 @@ def described(launch: Callable, xp, copy: bool | None = None) -> Callable:
             return
         C4 = _padded(xp, C, (M, N), (M, N4)) if beta != 0 else xp.empty((M, N4), xp.float32)
         launch(M, N4, K4, alpha, A4, B4, beta, C4)
-        C.reshape(M, N)[...] = C4[:, :N]
+        _cropped(xp, C4, C, (M, N))
 
     return run
 
@@ -140,4 +212,32 @@ reinterpret_cast<float4*>(&y[0])[i] = make_float4(v[0], v[1], v[2], v[3]);
 def _pad_kernel(xp):
     return xp.ElementwiseKernel(
         "raw float32 x, int64 rows, int64 cols, int64 width", "raw float32 y", _PAD, "sgemm_pad"
+    )
+
+
+def _cropped(xp, X4, X, shape: tuple[int, int]) -> None:
+    """X (shape) := the first shape[1] columns of X4, a matrix of shape[0] rows of whole
+    16-byte pieces: on CuPy by _CROP, one launch; elsewhere by a slice."""
+    rows, cols = shape
+    if hasattr(xp, "ElementwiseKernel"):
+        _crop_kernel(xp)(X4, cols, X4.shape[1], X, size=X4.size // 4)
+        return
+    X.reshape(rows, cols)[...] = X4[:, :cols]
+
+
+# _PAD the other way: each thread reads 4 floats of the wide copy as one float4 and writes
+# those inside X float by float. CuPy's slice copy took 46.3 us for a 3001 x 2999 C, 1.6
+# TB/s (H200, 2026-11-30, GPU time, median of 9 warm).
+_CROP = r"""
+const long long quads = width / 4, row = i / quads, col = 4 * (i - row * quads);
+const float4 v = reinterpret_cast<const float4*>(&x[0])[i];
+const float w[4] = {v.x, v.y, v.z, v.w};
+for (int j = 0; j < 4 && col + j < cols; ++j) y[row * cols + col + j] = w[j];
+"""
+
+
+@functools.cache
+def _crop_kernel(xp):
+    return xp.ElementwiseKernel(
+        "raw float32 x, int64 cols, int64 width", "raw float32 y", _CROP, "sgemm_crop"
     )

@@ -1,0 +1,137 @@
+"""Step 13's layers of K added up in clusters (kernels/13_wgmma_3xtf32.cu, LAYERS > 1;
+autograder.run.split_k): each layer's block lays out its partial sums in its own shared
+memory, and the cluster's blocks add them up, layer 0 first, from one another's. The
+same layers added up by step 09's reduction give the same C bit for bit; planted
+kernels that read the wrong block or read before the others are done do not."""
+
+import numpy as np
+import pytest
+
+from autograder import KernelSpec
+from autograder.ladder import registry
+from autograder.run import gpu
+from autograder.run.kernel import substituted
+
+STEP = registry.step("13")
+# Every layer's sum read from the block itself: its own partial sums, LAYERS times over.
+OWN_ONLY = (("peer_float(mine, z)", "peer_float(mine, blockIdx.z)"),)
+# Sums read before the other blocks have laid theirs out.
+UNWAITED = (("    cluster_sync();  // every layer's partial sums are laid out\n", ""),)
+
+
+@pytest.fixture
+def hopper():
+    reason = gpu.unavailable_reason()
+    if reason is None and not STEP.runs_on_gpu(gpu.device_info().arch):
+        reason = f"{STEP.name} needs {STEP.needs}; this GPU is {gpu.device_info().arch}"
+    if reason:
+        pytest.skip(reason)
+
+
+def _launches(changes, layers: int):
+    """Step 13's GEMM in `layers` layers of K: added up in clusters (the kernel with
+    `changes`), and by the reduction (the kernel as it is)."""
+    import dataclasses
+
+    import cupy
+
+    from autograder.run import backends, split_k
+
+    spec = KernelSpec.from_step(STEP)
+    planted = substituted(spec, changes) if changes else spec
+    clustered = STEP.with_params(LAYERS=layers)
+    together = backends._gpu_kernel(
+        dataclasses.replace(planted, name_expression=clustered.name_expression)
+    )
+    step09 = KernelSpec.from_step(registry.step("09"))
+    reduce = backends._gpu_kernel(dataclasses.replace(step09, target=spec.target))
+    kernel, tile, sms = backends._gpu_kernel(spec), spec.geometry.tile, gpu.device_info().sms
+
+    def gemm(clusters):
+        return split_k.gemm(
+            spec.name_expression, kernel, reduce, cupy, tile, sms, layers, False, clusters
+        )
+
+    at_once = split_k.Clusters(lambda S: together if S == layers else None, gpu.clusters_at_once)
+    return gemm(at_once), gemm(None)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("changes, right", [((), True), (OWN_ONLY, False), (UNWAITED, False)])
+@pytest.mark.parametrize("layers", [2, 3, 8])
+def test_layers_added_up_in_clusters_give_the_reductions_c_bit_for_bit(
+    hopper, changes, right, layers
+):
+    """At a C of 3 x 3 tiles (its last ones part outside C), numbers far from 1 past A's
+    row 200 and B's column 200 (so that some blocks multiply again, scaled, and scale
+    back before the cluster adds up), beta 0 and not."""
+    import cupy
+
+    M, N, K = 300, 260, 1100
+    rng = np.random.default_rng(layers)
+    A = rng.standard_normal((M, K)).astype(np.float32)
+    B = rng.standard_normal((K, N)).astype(np.float32)
+    A[200:] *= np.float32(2.0**-120)
+    B[:, 200:] *= np.float32(2.0**100)
+    A, B = cupy.asarray(A), cupy.asarray(B)
+    in_clusters, reduced = _launches(changes, layers)
+    before = cupy.asarray(rng.standard_normal((M, N)).astype(np.float32))
+    for beta in (0.0, -0.5):
+        C, expected = before.copy(), before.copy()
+        in_clusters(M, N, K, 1.5, A, B, beta, C)
+        reduced(M, N, K, 1.5, A, B, beta, expected)
+        assert in_clusters.splits() == () and [s.splits for s in reduced.splits()] == [layers]
+        same = bool(cupy.array_equal(C, expected))
+        assert same == right, f"beta {beta}: {int((C != expected).sum())} sums differ"
+        if not right:
+            return
+
+
+@pytest.mark.gpu
+def test_a_c_of_few_tiles_runs_its_own_layers_in_clusters(hopper):
+    """1024^3 is 64 tiles of 128 x 128 for a GPU of 132 SMs: the GEMM's own choice adds its
+    layers up in clusters (split_k.plan), with no reduction, and C is the product."""
+    import cupy
+
+    from autograder.judge import checker
+    from autograder.run.backends import gpu_launcher
+
+    M = N = K = 1024
+    launch = gpu_launcher(KernelSpec.from_step(STEP), tune=False)
+    rng = np.random.default_rng(2)
+    A, B = (rng.standard_normal((M, K)).astype(np.float32) for _ in range(2))
+    C = cupy.zeros((M, N), dtype=cupy.float32)
+    launch(M, N, K, 1.0, cupy.asarray(A), cupy.asarray(B), 0.0, C)
+    assert launch.splits() == ()
+    exact = A.astype(np.float64) @ B.astype(np.float64)
+    scale = np.abs(A).astype(np.float64) @ np.abs(B).astype(np.float64)
+    assert (np.abs(C.get() - exact) <= checker.tolerance_factor(K) * scale).all()
+
+
+@pytest.mark.gpu
+def test_the_clusters_the_gpu_runs_at_once_are_those_of_step_13s_own_kernel(hopper):
+    """gpu.clusters_at_once asks of a kernel that takes a whole SM; split_k.plan counts on
+    step 13's blocks taking one each, of every height: the driver says the same of them."""
+    import dataclasses
+
+    from cuda.bindings import driver
+
+    from autograder.run import backends
+
+    for height in registry.block_rows(STEP):
+        for size in range(2, 9):
+            shaped = STEP.with_params(BM=height, LAYERS=size)
+            spec = KernelSpec.from_step(STEP)
+            spec = dataclasses.replace(
+                spec, name_expression=shaped.name_expression, geometry=shaped.geometry
+            )
+            function = backends._gpu_kernel(spec).function
+            config = driver.CUlaunchConfig()
+            config.gridDimX, config.gridDimY, config.gridDimZ = 1, 1, size
+            config.blockDimX, config.blockDimY, config.blockDimZ = shaped.geometry.block[0], 1, 1
+            config.sharedMemBytes, config.numAttrs = shaped.geometry.shared_bytes, 0
+            err, count = driver.cuOccupancyMaxActiveClusters(
+                driver.CUfunction(function._function.ptr), config
+            )
+            assert err == driver.CUresult.CUDA_SUCCESS
+            assert count == gpu.clusters_at_once(size), (height, size)
