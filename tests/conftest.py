@@ -77,6 +77,19 @@ QUICK = {
 }
 
 
+@pytest.fixture
+def step13_gpu():
+    """Skips a test of step 13's kernel where there is no GPU, or one it does not run on."""
+    from autograder.ladder import registry
+
+    step = registry.step("13")
+    reason = gpu.unavailable_reason()
+    if reason is None and not step.runs_on_gpu(gpu.device_info().arch):
+        reason = f"{step.name} needs {step.needs}; this GPU is {gpu.device_info().arch}"
+    if reason:
+        pytest.skip(reason)
+
+
 def pytest_collection_modifyitems(config, items):
     reason = gpu.unavailable_reason()
     skip = pytest.mark.skip(reason=f"needs an NVIDIA GPU: {reason}")

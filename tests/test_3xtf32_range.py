@@ -10,7 +10,6 @@ from autograder import KernelSpec
 from autograder.judge import checker
 from autograder.ladder import registry
 from autograder.measure import ablation
-from autograder.run import gpu
 from autograder.run.kernel import substituted
 
 STEP = registry.step("13")
@@ -27,15 +26,6 @@ UNSTOPPED = (
     ),
     ("  constexpr float LARGEST_TF32 = 3.4011621e38f;  // (2 - 2^-10) 2^127\n", ""),
 )
-
-
-@pytest.fixture
-def hopper():
-    reason = gpu.unavailable_reason()
-    if reason is None and not STEP.runs_on_gpu(gpu.device_info().arch):
-        reason = f"{STEP.name} needs {STEP.needs}; this GPU is {gpu.device_info().arch}"
-    if reason:
-        pytest.skip(reason)
 
 
 def _product(changes, A, B):
@@ -68,7 +58,7 @@ def _far_from_one(rng, M, N, K, far):
     "changes, right", [((), True), (NEVER_SCALED, False), (NOT_SCALED_BACK, False)]
 )
 @pytest.mark.parametrize("far", [slice(None), slice(200, None)], ids=["everywhere", "past 200"])
-def test_blocks_far_from_one_are_scaled_to_keep_fp32s_accuracy(hopper, changes, right, far):
+def test_blocks_far_from_one_are_scaled_to_keep_fp32s_accuracy(step13_gpu, changes, right, far):
     """Within twice strict cuBLAS's largest error (relative to |A||B|), as FP32-accurate
     means here, and inside the checker's tolerance everywhere; in 11 layers of K (split_k),
     each of which notes and scales its own run of k, and whose partial sums near 2^-126
@@ -91,7 +81,7 @@ def test_blocks_far_from_one_are_scaled_to_keep_fp32s_accuracy(hopper, changes, 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("changes, right", [((), True), (UNSTOPPED, False)])
-def test_infinities_and_nan_reach_c_as_they_reach_an_fp32_product(hopper, changes, right):
+def test_infinities_and_nan_reach_c_as_they_reach_an_fp32_product(step13_gpu, changes, right):
     """Where a term is infinite, C is infinite with its sign, or NaN where an infinity
     meets a zero or one of the other sign, as in float64 (no finite sum here comes near
     FP32's top); where none is, C is finite."""

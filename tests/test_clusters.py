@@ -19,15 +19,6 @@ OWN_ONLY = (("peer_float(mine, z)", "peer_float(mine, blockIdx.z)"),)
 UNWAITED = (("    cluster_sync();  // every layer's partial sums are laid out\n", ""),)
 
 
-@pytest.fixture
-def hopper():
-    reason = gpu.unavailable_reason()
-    if reason is None and not STEP.runs_on_gpu(gpu.device_info().arch):
-        reason = f"{STEP.name} needs {STEP.needs}; this GPU is {gpu.device_info().arch}"
-    if reason:
-        pytest.skip(reason)
-
-
 def _launches(changes, layers: int):
     """Step 13's GEMM in `layers` layers of K: added up in clusters (the kernel with
     `changes`), and by the reduction (the kernel as it is)."""
@@ -60,7 +51,7 @@ def _launches(changes, layers: int):
 @pytest.mark.parametrize("changes, right", [((), True), (OWN_ONLY, False), (UNWAITED, False)])
 @pytest.mark.parametrize("layers", [2, 3, 8])
 def test_layers_added_up_in_clusters_give_the_reductions_c_bit_for_bit(
-    hopper, changes, right, layers
+    step13_gpu, changes, right, layers
 ):
     """At a C of 3 x 3 tiles (its last ones part outside C), numbers far from 1 past A's
     row 200 and B's column 200 (so that some blocks multiply again, scaled, and scale
@@ -88,7 +79,7 @@ def test_layers_added_up_in_clusters_give_the_reductions_c_bit_for_bit(
 
 
 @pytest.mark.gpu
-def test_a_c_of_few_tiles_runs_its_own_layers_in_clusters(hopper):
+def test_a_c_of_few_tiles_runs_its_own_layers_in_clusters(step13_gpu):
     """1024^3 is 64 tiles of 128 x 128 for a GPU of 132 SMs: the GEMM's own choice adds its
     layers up in clusters (split_k.plan), with no reduction, and C is the product."""
     import cupy
@@ -109,7 +100,7 @@ def test_a_c_of_few_tiles_runs_its_own_layers_in_clusters(hopper):
 
 
 @pytest.mark.gpu
-def test_the_clusters_the_gpu_runs_at_once_are_those_of_step_13s_own_kernel(hopper):
+def test_the_clusters_the_gpu_runs_at_once_are_those_of_step_13s_own_kernel(step13_gpu):
     """gpu.clusters_at_once asks of a kernel that takes a whole SM; split_k.plan counts on
     step 13's blocks taking one each, of every height: the driver says the same of them."""
     import dataclasses
