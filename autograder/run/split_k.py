@@ -227,7 +227,9 @@ def _cropped(xp, X4, X, shape: tuple[int, int]) -> None:
 
 # _PAD the other way: each thread reads 4 floats of the wide copy as one float4 and writes
 # those inside X float by float. CuPy's slice copy took 46.3 us for a 3001 x 2999 C, 1.6
-# TB/s (H200, 2026-11-30, GPU time, median of 9 warm).
+# TB/s, of the 697.5 us that step 13 took at 3001x2999x3003 (1.78 times strict cuBLAS);
+# with this, the sweep's three runs gave 1.85 (H200, 2026-11-30, GPU time, medians warm;
+# this copy was not timed alone).
 _CROP = r"""
 const long long quads = width / 4, row = i / quads, col = 4 * (i - row * quads);
 const float4 v = reinterpret_cast<const float4*>(&x[0])[i];
