@@ -47,6 +47,29 @@ def _launches(changes, layers: int):
     return gemm(at_once), gemm(None)
 
 
+def test_every_block_height_builds_in_every_cluster_without_spills_and_asks_for_it():
+    """NVRTC, no GPU: the kernel at each height the GEMM may race (registry.block_rows),
+    in clusters of 1 to split_k.CLUSTER_AT_MOST layers, fits its launch with nothing
+    spilled, and its PTX asks for that cluster, which the grid's depth then fills."""
+    import re
+
+    from autograder.run import compiler, split_k
+
+    shaped = [
+        STEP.with_params(BM=height, LAYERS=size)
+        for height in registry.block_rows(STEP)
+        for size in range(1, split_k.CLUSTER_AT_MOST + 1)
+    ]
+    built = compiler.compile_for_arch(
+        STEP.source(), [s.name_expression for s in shaped], STEP.target, STEP.path.name
+    )
+    for s in shaped:
+        resources = built.resources[s.name_expression]
+        assert resources.problems(s.geometry.threads) == [], str(resources)
+    asked = re.findall(r"\.reqnctapercluster 1, 1, (\d+)", built.ptx)
+    assert sorted(map(int, asked)) == sorted(s.params["LAYERS"] for s in shaped)
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("changes, right", [((), True), (OWN_ONLY, False), (UNWAITED, False)])
 @pytest.mark.parametrize("layers", [2, 3, 8])
