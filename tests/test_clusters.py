@@ -128,24 +128,17 @@ def test_the_clusters_the_gpu_runs_at_once_are_those_of_step_13s_own_kernel(step
     step 13's blocks taking one each, of every height: the driver says the same of them."""
     import dataclasses
 
-    from cuda.bindings import driver
-
     from autograder.run import backends
 
     for height in registry.block_rows(STEP):
         for size in range(2, 9):
             shaped = STEP.with_params(BM=height, LAYERS=size)
-            spec = KernelSpec.from_step(STEP)
             spec = dataclasses.replace(
-                spec, name_expression=shaped.name_expression, geometry=shaped.geometry
+                KernelSpec.from_step(STEP),
+                name_expression=shaped.name_expression,
+                geometry=shaped.geometry,
             )
-            function = backends._gpu_kernel(spec).function
-            config = driver.CUlaunchConfig()
-            config.gridDimX, config.gridDimY, config.gridDimZ = 1, 1, size
-            config.blockDimX, config.blockDimY, config.blockDimZ = shaped.geometry.block[0], 1, 1
-            config.sharedMemBytes, config.numAttrs = shaped.geometry.shared_bytes, 0
-            err, count = driver.cuOccupancyMaxActiveClusters(
-                driver.CUfunction(function._function.ptr), config
-            )
-            assert err == driver.CUresult.CUDA_SUCCESS
+            function = backends._gpu_kernel(spec).function._function.ptr
+            threads, shared = shaped.geometry.block[0], shaped.geometry.shared_bytes
+            count = gpu.active_clusters(function, size, threads, shared)
             assert count == gpu.clusters_at_once(size), (height, size)

@@ -158,25 +158,34 @@ def device_limits():
 @functools.cache
 def clusters_at_once(size: int) -> int:
     """How many clusters of `size` blocks, each block taking a whole SM (as step 13's
-    do), this GPU runs at once (the driver's cuOccupancyMaxActiveClusters, asked of a
-    kernel that takes all of an SM's shared memory). A cluster's blocks share one GPC,
-    so where a GPC's SMs do not split into whole clusters some idle: an H200 runs 66
-    clusters of 2 (132 SMs), but 30 of 4 and 15 of 8 (120)."""
+    do), this GPU runs at once: active_clusters of a kernel that takes all of an SM's
+    shared memory. A cluster's blocks share one GPC, so where a GPC's SMs do not split
+    into whole clusters some idle: an H200 runs 66 clusters of 2 (132 SMs), but 30 of 4
+    and 15 of 8 (120)."""
     import cupy
-    from cuda.bindings import driver
 
     probe = cupy.RawKernel('extern "C" __global__ void probe() {}', "probe")
     shared = cupy.cuda.Device().attributes["MaxSharedMemoryPerBlockOptin"]
     probe.max_dynamic_shared_size_bytes = shared
+    return active_clusters(probe.kernel.ptr, size, 128, shared)
+
+
+def active_clusters(function: int, size: int, threads: int, shared_bytes: int) -> int:
+    """How many clusters of `size` blocks (threads each, shared_bytes of dynamic shared
+    memory) of the kernel at driver handle `function` fit on this GPU at once (the
+    driver's cuOccupancyMaxActiveClusters, the cluster's shape given at launch where the
+    kernel names none)."""
+    from cuda.bindings import driver
+
     config = driver.CUlaunchConfig()
     config.gridDimX, config.gridDimY, config.gridDimZ = 1, 1, size
-    config.blockDimX, config.blockDimY, config.blockDimZ = 128, 1, 1
-    config.sharedMemBytes = shared
+    config.blockDimX, config.blockDimY, config.blockDimZ = threads, 1, 1
+    config.sharedMemBytes = shared_bytes
     cluster = driver.CUlaunchAttribute()
     cluster.id = driver.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
     cluster.value.clusterDim.x, cluster.value.clusterDim.y, cluster.value.clusterDim.z = 1, 1, size
     config.attrs, config.numAttrs = [cluster], 1
-    err, count = driver.cuOccupancyMaxActiveClusters(driver.CUfunction(probe.kernel.ptr), config)
+    err, count = driver.cuOccupancyMaxActiveClusters(driver.CUfunction(function), config)
     if err != driver.CUresult.CUDA_SUCCESS:
         raise RuntimeError(f"cuOccupancyMaxActiveClusters for clusters of {size}: {err}")
     return count

@@ -23,10 +23,10 @@ of the fastest. Above it, step 13 times only its layers of K added up in cluster
 against the reduction's, where the two differ: its model of the clusters does not weigh
 what the reduction costs, and at 512x512x32768 the reduction's 8 layers ran at 1.94
 times strict cuBLAS where the model's 6 in clusters ran at 1.50 (H200, 2026-11-30, GPU
-time; the clusters of 8 that one wave would need do not all fit). Where tuning is off (SGEMM_AUTOTUNE=0, or tune False: the profiler's runs, the
-accuracy scripts that measure the tensor cores), the step's own blocks run in
-split_k's layers. `launch.path(M, N, K)` says which path ran, for bench's rows and the
-book's tables.
+time; the clusters of 8 that one wave would need do not all fit). Where tuning is off
+(SGEMM_AUTOTUNE=0, or tune False: the profiler's runs, the accuracy scripts that
+measure the tensor cores), the step's own blocks run in split_k's layers.
+`launch.path(M, N, K)` says which path ran, for bench's rows and the book's tables.
 """
 
 from __future__ import annotations
@@ -144,8 +144,8 @@ def gemm(
             return ours
         if 2 * M * N * K > RACE_S * peak_flops:  # the step's own blocks, in each of its plans
             return ours | {
-                tensor_cores(own, layers, copied, clustered): tensor(own, layers, None, clustered)
-                for layers, clustered in others
+                tensor_cores(own, S, copied, together): tensor(own, S, None, together)
+                for S, together in others
             }
         raced = {}
         for height in rows:
