@@ -138,7 +138,9 @@ def test_the_clusters_the_gpu_runs_at_once_are_those_of_step_13s_own_kernel(step
                 name_expression=shaped.name_expression,
                 geometry=shaped.geometry,
             )
-            function = backends._gpu_kernel(spec).function._function.ptr
+            # Held while the driver is asked: a launch dropped unloads its module, and
+            # the handle it leaves is invalid (CUDA_ERROR_INVALID_HANDLE).
+            launch = backends._gpu_kernel(spec)
             threads, shared = shaped.geometry.block[0], shaped.geometry.shared_bytes
-            count = gpu.active_clusters(function, size, threads, shared)
+            count = gpu.active_clusters(launch.function._function.ptr, size, threads, shared)
             assert count == gpu.clusters_at_once(size), (height, size)
