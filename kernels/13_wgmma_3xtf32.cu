@@ -520,6 +520,20 @@ __device__ __forceinline__ void consume(const Block<BM, BN, STAGES>& b, int firs
 // [docs:consumer-end]
 
 // [docs:epilogue]
+// Two elements of row `row` of C, columns col and col + 32 (where they lie in
+// C): alpha sums[h] + beta C. With beta = 0, C is not read: BLAS lets it hold
+// anything then (as step 08).
+__device__ __forceinline__ void put(float* C, int N, int row, int col, const float (&sums)[2],
+                                    float alpha, float beta) {
+#pragma unroll
+  for (int half = 0; half < 2; ++half, col += 32) {
+    if (col < N) {
+      float* const p = C + static_cast<size_t>(row) * N + col;
+      *p = alpha * sums[half] + (beta != 0.0f ? beta * *p : 0.0f);
+    }
+  }
+}
+
 // A consumer's sums into C. acc[4 c + 2 h + e] is row g + 8h, column 8c + 2q
 // + e of the warpgroup's 64 x BM product: column (2 warp + h, g) of this
 // warpgroup's 64 columns of C, row 8c + 2q + e of the block tile. Written
@@ -568,15 +582,23 @@ __device__ __forceinline__ void write(const Block<BM, BN, STAGES>& b, const floa
   }
   if (LAYERS == 1) {
     asm volatile("bar.sync %0, 128;\n" ::"r"(2 + consumer) : "memory");
-  } else {
-    cluster_sync();  // every layer's partial sums are laid out
+    // Nothing to gather: a row at a time, the loop left rolled. Unrolled, as
+    // the layers' below must be for their sums to stay in registers, it
+    // doubled the kernel's machine code, and one layer ran 4 to 10% slower at
+    // K of 64 to 256 (H200, 2026-11-30, GPU time).
+    for (int r = warp; r < BM && b.row + r < b.M; r += 4) {
+      const float row[2] = {Cs[r * LDC + lane], Cs[r * LDC + 32 + lane]};
+      put(C, b.N, b.row + r, b.col + 64 * consumer + lane, row, alpha, beta);
+    }
+    return;
   }
+  cluster_sync();  // every layer's partial sums are laid out
   // This warp's rows of the tile: r = first + 4 LAYERS i. Their sums are all
   // gathered before any is written, so that the loads from the other blocks
   // are on their way together (one at a time, each waited for, they took
   // longer than the multiplication at 1024^3).
   constexpr int ROWS = (BM + 4 * LAYERS - 1) / (4 * LAYERS);
-  const int first = warp + 4 * (LAYERS == 1 ? 0 : blockIdx.z);  // the cluster: the grid's depth
+  const int first = warp + 4 * blockIdx.z;  // the cluster: the grid's depth
   float sums[ROWS][2];
 #pragma unroll
   for (int i = 0; i < ROWS; ++i) {
@@ -586,28 +608,19 @@ __device__ __forceinline__ void write(const Block<BM, BN, STAGES>& b, const floa
       const float* const mine = &Cs[r * LDC + 32 * half + lane];
       float layer[LAYERS];
 #pragma unroll
-      for (int z = 0; z < LAYERS; ++z) layer[z] = LAYERS == 1 ? *mine : peer_float(mine, z);
-      sums[i][half] = LAYERS == 1 ? layer[0] : 0.0f;
+      for (int z = 0; z < LAYERS; ++z) layer[z] = peer_float(mine, z);
+      sums[i][half] = 0.0f;
 #pragma unroll
-      for (int z = 0; z < LAYERS && LAYERS > 1; ++z) sums[i][half] += layer[z];
+      for (int z = 0; z < LAYERS; ++z) sums[i][half] += layer[z];
     }
   }
   // No block leaves (its shared memory with it) while another reads its sums.
-  if (LAYERS > 1) cluster_sync();
-  // With beta = 0, C is not read: BLAS lets it hold anything then (as step 08).
-  const bool readC = beta != 0.0f;
+  cluster_sync();
 #pragma unroll
   for (int i = 0; i < ROWS; ++i) {
-    const int r = first + 4 * LAYERS * i, row = b.row + r;
-    if (r >= BM || row >= b.M) break;
-#pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      const int col = b.col + 64 * consumer + 32 * half + lane;
-      if (col < b.N) {
-        float* const p = C + static_cast<size_t>(row) * b.N + col;
-        *p = alpha * sums[i][half] + (readC ? beta * *p : 0.0f);
-      }
-    }
+    const int r = first + 4 * LAYERS * i;
+    if (r >= BM || b.row + r >= b.M) break;
+    put(C, b.N, b.row + r, b.col + 64 * consumer + lane, sums[i], alpha, beta);
   }
 }
 // [docs:epilogue-end]

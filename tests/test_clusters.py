@@ -16,7 +16,7 @@ STEP = registry.step("13")
 # Every layer's sum read from the block itself: its own partial sums, LAYERS times over.
 OWN_ONLY = (("peer_float(mine, z)", "peer_float(mine, blockIdx.z)"),)
 # Sums read before the other blocks have laid theirs out.
-UNWAITED = (("    cluster_sync();  // every layer's partial sums are laid out\n", ""),)
+UNWAITED = (("  cluster_sync();  // every layer's partial sums are laid out\n", ""),)
 
 
 def _launches(changes, layers: int):
@@ -68,6 +68,14 @@ def test_every_block_height_builds_in_every_cluster_without_spills_and_asks_for_
         assert resources.problems(s.geometry.threads) == [], str(resources)
     asked = re.findall(r"\.reqnctapercluster 1, 1, (\d+)", built.ptx)
     assert sorted(map(int, asked)) == sorted(s.params["LAYERS"] for s in shaped)
+
+
+@pytest.mark.parametrize("changes", [OWN_ONLY, UNWAITED])
+def test_each_planted_kernel_is_step_13_with_one_change(changes):
+    """The planted kernels' edits find their text in the kernel, once each (substituted
+    raises where it does not), so that the GPU tests below plant what they say."""
+    planted = substituted(KernelSpec.from_step(STEP), changes)
+    assert planted.source != STEP.source()
 
 
 @pytest.mark.gpu
