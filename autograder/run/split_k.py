@@ -107,9 +107,10 @@ def gemm(
         reduce,
         lambda n: xp.empty(n, dtype=xp.float32),
     )
-    split: list[Callable] = [layered.splits]  # the last launch's, for the judge
+    splits = layered.splits  # the last launch's split products, for the judge
 
     def run(M, N, K, alpha, A, B, beta, C):
+        nonlocal splits
         if layers_of:
             S, in_clusters = layers_of, clusters is not None
         elif clusters:
@@ -118,14 +119,14 @@ def gemm(
             S, in_clusters = layers(M, N, K, tile, sms), False
         own = clusters.kernel(S) if in_clusters and 1 < S <= CLUSTER_AT_MOST else None
         if own is None:
-            split[0] = layered.splits
+            splits = layered.splits
             layered(M, N, K, alpha, A, B, beta, C)
         else:
-            split[0] = tuple
+            splits = tuple  # the cluster wrote C itself: no split product
             own(M, N, K, alpha, A, B, beta, C, layers=S)
 
     launch = described(run, xp, copy)
-    launch.function, launch.splits = kernel.function, lambda: split[0]()
+    launch.function, launch.splits = kernel.function, lambda: splits()
     return launch
 
 
