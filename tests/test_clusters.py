@@ -17,6 +17,13 @@ STEP = registry.step("13")
 OWN_ONLY = (("peer_float(mine, z)", "peer_float(mine, blockIdx.z)"),)
 # Sums read before the other blocks have laid theirs out.
 UNWAITED = (("  cluster_sync();  // every layer's partial sums are laid out\n", ""),)
+# A learner's kernel written for one layer of K: it does not compile in clusters.
+ONE_LAYER = (
+    (
+        "  if (LAYERS == 1) C +=",
+        '  static_assert(LAYERS == 1, "written for one layer");\n  if (LAYERS == 1) C +=',
+    ),
+)
 
 
 def _launches(changes, layers: int):
@@ -70,12 +77,24 @@ def test_every_block_height_builds_in_every_cluster_without_spills_and_asks_for_
     assert sorted(map(int, asked)) == sorted(s.params["LAYERS"] for s in shaped)
 
 
-@pytest.mark.parametrize("changes", [OWN_ONLY, UNWAITED])
+@pytest.mark.parametrize("changes", [OWN_ONLY, UNWAITED, ONE_LAYER])
 def test_each_planted_kernel_is_step_13_with_one_change(changes):
     """The planted kernels' edits find their text in the kernel, once each (substituted
     raises where it does not), so that the GPU tests below plant what they say."""
     planted = substituted(KernelSpec.from_step(STEP), changes)
     assert planted.source != STEP.source()
+
+
+def test_the_kernel_written_for_one_layer_compiles_in_one_and_in_no_cluster():
+    """NVRTC, no GPU: ONE_LAYER is what the GPU test below needs, a kernel of the step's own
+    blocks that builds in one layer and fails to build in clusters."""
+    from autograder.run import compiler
+
+    planted = substituted(KernelSpec.from_step(STEP), ONE_LAYER)
+    one, two = (STEP.with_params(LAYERS=n).name_expression for n in (1, 2))
+    compiler.compile_for_arch(planted.source, [one], STEP.target, STEP.path.name)
+    with pytest.raises(compiler.CompileError, match="written for one layer"):
+        compiler.compile_for_arch(planted.source, [two], STEP.target, STEP.path.name)
 
 
 @pytest.mark.gpu
@@ -128,6 +147,24 @@ def test_a_c_of_few_tiles_runs_its_own_layers_in_clusters(step13_gpu):
     exact = A.astype(np.float64) @ B.astype(np.float64)
     scale = np.abs(A).astype(np.float64) @ np.abs(B).astype(np.float64)
     assert (np.abs(C.get() - exact) <= checker.tolerance_factor(K) * scale).all()
+
+
+@pytest.mark.gpu
+def test_a_kernel_written_for_one_layer_is_named_for_the_reduction_it_runs_in(
+    step13_gpu, monkeypatch
+):
+    """At 1024^3 step 13's own kernel adds its layers up in clusters (above); a learner's
+    that does not compile in clusters runs the same layers through the reduction, and
+    the names its paths are timed and reported under say so (none says "in clusters")."""
+    from autograder.run.backends import gpu_launcher
+
+    monkeypatch.setenv("SGEMM_AUTOTUNE", "1")  # paths, as `check` and `bench` run them
+    shape = (1024, 1024, 1024)
+    honest = gpu_launcher(KernelSpec.from_step(STEP))
+    planted = gpu_launcher(substituted(KernelSpec.from_step(STEP), ONE_LAYER))
+    assert any("in clusters" in name for name in honest.paths(*shape))
+    names = list(planted.paths(*shape))
+    assert names and not any("in clusters" in name for name in names), names
 
 
 @pytest.mark.gpu

@@ -229,12 +229,14 @@ def _layered(spec: KernelSpec, tune: bool, table: bool):
     def plans(M: int, N: int, K: int, height: int) -> list[tuple[int, bool]]:
         """(layers, in clusters) worth timing at this height, the first tensor's default:
         the layers split_k models in clusters, where the kernel has them, then the
-        reduction's."""
+        reduction's. A kernel that does not compile in clusters of those layers (a
+        learner's, written for one) adds them up by the reduction, and its plan says so."""
         tile = variant(height).geometry.tile
         reduced = (split_k.layers(M, N, K, tile, info.sms), False)
         if not clusters:
             return [reduced]
-        return [split_k.plan(M, N, K, tile, info.sms, gpu.clusters_at_once), reduced]
+        S, together = split_k.plan(M, N, K, tile, info.sms, gpu.clusters_at_once)
+        return [(S, together and kernel(height, S) is not None), reduced]
 
     own = tensor(rows[0], None, None)
     if not (tune and autotune.enabled()):
