@@ -32,7 +32,8 @@ extern "C" __global__ void splitk_reduce(int M, int N, int splits, float alpha,
   const size_t i = static_cast<size_t>(row) * N + col;
   float sum = 0.0f;
   for (int s = 0; s < splits; ++s) sum += partial[s * layer + i];
-  C[i] = alpha * sum + beta * C[i];
+  // With beta = 0, C is not read: BLAS lets it hold anything then (NaN too).
+  C[i] = alpha * sum + (beta != 0.0f ? beta * C[i] : 0.0f);
   // [docs:body-end]
 }
 // [docs:kernel-end]

@@ -278,6 +278,27 @@ def test_the_reduction_takes_its_own_contract_and_a_gemm_kernel_is_told_so():
         contract.check(gemm.source(), gemm.name_expression, gemm.path.name, contract.REDUCE)
 
 
+def test_the_reduction_leaves_c_unread_where_beta_is_0():
+    """BLAS lets C hold anything where beta is 0, NaN too (memory never written): step 09's
+    reduction, run on the CPU, then writes alpha times the layers' sum, as step 08 does, and
+    reads C where beta is not 0."""
+    import numpy as np
+
+    from autograder.run import cpu
+
+    spec = KernelSpec.from_step(registry.step("09"))
+    reduce = cpu._launcher(spec, cpu.build(spec))
+    M, N, splits = 5, 7, 3
+    partial = np.arange(splits * M * N, dtype=np.float32)
+    total = partial.reshape(splits, M * N).sum(axis=0)
+    C = np.full(M * N, np.nan, dtype=np.float32)
+    reduce(M, N, splits, 1.5, partial, 0.0, C)
+    assert (C == 1.5 * total).all()
+    C = np.full(M * N, 2.0, dtype=np.float32)
+    reduce(M, N, splits, 1.5, partial, -0.5, C)
+    assert (C == 1.5 * total - 1.0).all()
+
+
 @pytest.mark.slow
 def test_the_reference_gemm_is_right_at_every_tile_shape_and_number_of_layers():
     """The CPU runs each tile shape in turn, K split in 2 to 4 layers (the graded

@@ -255,7 +255,8 @@ on every shape. About 10 lines.""",
             "threadIdx.x`; return when `row >= M || col >= N`.",
             "One layer is M × N floats, so layer s starts `s * M * N` floats in. With S layers "
             "that can pass 2³¹ floats: compute offsets in `size_t`.",
-            "Sum the layers in a `float`, then `C[i] = alpha * sum + beta * C[i]` once.",
+            "Sum the layers in a `float`, then `C[i] = alpha * sum + beta * C[i]` once; with "
+            "beta = 0 leave C unread, as step 08 does (BLAS lets it hold anything then).",
         ),
     ),
     Assignment(
