@@ -449,6 +449,8 @@ def test_the_sweep_says_which_path_each_tensor_core_row_took_and_fp32_only_where
     rows = [r for r in figures.tensor_core_sweep() if r.kernel in ours]
     assert rows and all(r.path for r in rows)
     bound = figures.race_gflop() * 1e9
+    # the steps' own kernels, which compile in clusters of any layers
+    compiled = split_k.Clusters(lambda S: "compiled", H200_CLUSTERS_AT_ONCE.get)
     for r in rows:
         step, shape = ours[r.kernel], (r.M, r.N, r.K)
         odd = r.K % 4 != 0 or r.N % 4 != 0
@@ -457,7 +459,7 @@ def test_the_sweep_says_which_path_each_tensor_core_row_took_and_fp32_only_where
             tile = step.with_params(BM=height).geometry.tile
             plans = [(split_k.layers(*shape, tile, 132), False)]  # the H200's 132 SMs
             if "LAYERS" in step.params:
-                plans.insert(0, split_k.plan(*shape, tile, 132, H200_CLUSTERS_AT_ONCE.get))
+                plans.insert(0, split_k.plan(*shape, tile, 132, compiled))
             return [paths.tensor_cores(height, s, copied, c) for s, c in plans]
 
         own = names(step.params["BM"], odd and split_k.copies_pay(*shape))

@@ -146,10 +146,15 @@ H200_AT_ONCE = H200_CLUSTERS_AT_ONCE.__getitem__
 STEP13_TILE = registry.step("13").geometry.tile
 
 
+def compiled(at_once) -> split_k.Clusters:
+    """A kernel that compiles in clusters of any layers, run `at_once` at a time."""
+    return split_k.Clusters(lambda S: object(), at_once)
+
+
 @pytest.mark.parametrize("sms, at_once", [(132, H200_AT_ONCE), (58, lambda S: 58 // S)])
 def test_layers_in_clusters_keep_min_slices_and_model_no_slower_than_one_layer(sms, at_once):
     for M, N, K in itertools.product(SIDES, SIDES, DEPTHS):
-        S, in_clusters = split_k.plan(M, N, K, STEP13_TILE, sms, at_once)
+        S, in_clusters = split_k.plan(M, N, K, STEP13_TILE, sms, compiled(at_once))
         rule = split_k.layers(M, N, K, STEP13_TILE, sms)
         if not in_clusters:  # one layer, or more than a cluster holds through the reduction
             assert S == 1 or (S == rule > split_k.CLUSTER_AT_MOST), (M, N, K, S)
@@ -176,7 +181,7 @@ def test_layers_in_clusters_keep_min_slices_and_model_no_slower_than_one_layer(s
 )
 def test_the_model_chooses_the_layers_measured_fastest_on_an_h200(shape, expected):
     tile = (64, 128) if shape[0] == 64 else STEP13_TILE
-    assert split_k.plan(*shape, tile, 132, H200_AT_ONCE) == expected
+    assert split_k.plan(*shape, tile, 132, compiled(H200_AT_ONCE)) == expected
 
 
 class _Recorder:
@@ -197,6 +202,7 @@ def test_a_gemm_in_clusters_runs_the_clusters_kernel_on_c_itself_or_else_the_red
     clusters = split_k.Clusters(lambda S: together if compiles else None, H200_AT_ONCE)
     launch = split_k.gemm("k", kernel, reduce, _Xp, STEP13_TILE, 132, clusters=clusters)
     M = N = K = 1024
+    assert split_k.plan(M, N, K, STEP13_TILE, 132, clusters) == (2, compiles)
     A, B, C = (np.zeros(s, np.float32).view(_OnDevice) for s in ((M, K), (K, N), (M, N)))
     launch(M, N, K, 2.0, A, B, 0.5, C)
     if compiles:  # no partial sums, no reduction: alpha, beta and C as they were given

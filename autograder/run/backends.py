@@ -214,16 +214,19 @@ def _layered(spec: KernelSpec, tune: bool, table: bool):
     # are added up by the reduction.
     clusters = "LAYERS" in step.params
 
+    def together(height: int) -> split_k.Clusters:
+        """The kernel at this height in clusters of layers (None where it does not compile)."""
+        return split_k.Clusters(functools.partial(kernel, height), gpu.clusters_at_once)
+
     @functools.cache
     def tensor(height: int, layers: int | None, copy: bool | None, clustered: bool = clusters):
         launch = kernel(height)
         if launch is None:
             return None
         shaped = variant(height)
-        together = functools.partial(kernel, height)
         return split_k.gemm(
             shaped.name_expression, launch, reduce, cupy, shaped.geometry.tile, info.sms,
-            layers, copy, split_k.Clusters(together, gpu.clusters_at_once) if clustered else None,
+            layers, copy, together(height) if clustered else None,
         )  # fmt: skip
 
     def plans(M: int, N: int, K: int, height: int) -> list[tuple[int, bool]]:
@@ -235,8 +238,7 @@ def _layered(spec: KernelSpec, tune: bool, table: bool):
         reduced = (split_k.layers(M, N, K, tile, info.sms), False)
         if not clusters:
             return [reduced]
-        S, together = split_k.plan(M, N, K, tile, info.sms, gpu.clusters_at_once)
-        return [(S, together and kernel(height, S) is not None), reduced]
+        return [split_k.plan(M, N, K, tile, info.sms, together(height)), reduced]
 
     own = tensor(rows[0], None, None)
     if not (tune and autotune.enabled()):

@@ -68,8 +68,9 @@ CLUSTER_AT_MOST = 8
 BLOCK_SLICES = 4
 
 
-def plan(M: int, N: int, K: int, tile: tuple[int, int], sms: int, at_once: Callable[[int], int]):
-    """(S, in clusters): the layers of K a kernel that adds them up in clusters runs in.
+def plan(M: int, N: int, K: int, tile: tuple[int, int], sms: int, clusters: Clusters):
+    """(S, in clusters): the layers of K a kernel that adds them up in clusters runs in,
+    and whether it does (together: a learner's kernel written for one layer does not).
     Where the one-wave rule (layers) wants more layers than a cluster holds (few tiles of
     C, a long K), those, through the reduction. Else the S up to CLUSTER_AT_MOST whose
     waves of blocks end first, modelled: a wave takes a block's slices and BLOCK_SLICES
@@ -84,12 +85,18 @@ def plan(M: int, N: int, K: int, tile: tuple[int, int], sms: int, at_once: Calla
     slices = math.ceil(K / registry.WGMMA_BK)
 
     def modelled(S: int) -> int:
-        waves = math.ceil(tiles / (sms if S == 1 else at_once(S)))
+        waves = math.ceil(tiles / (sms if S == 1 else clusters.at_once(S)))
         return waves * (math.ceil(slices / S) + BLOCK_SLICES)
 
     deep_enough = [S for S in range(1, CLUSTER_AT_MOST + 1) if S == 1 or slices // S >= MIN_SLICES]
     S = min(deep_enough, key=lambda S: (modelled(S), S))
-    return S, S > 1
+    return S, together(clusters, S)
+
+
+def together(clusters: Clusters | None, S: int) -> bool:
+    """Whether S layers add their sums up in clusters: more than one, as many as a
+    cluster holds, and the kernel compiles for them."""
+    return clusters is not None and 1 < S <= CLUSTER_AT_MOST and clusters.kernel(S) is not None
 
 
 def gemm(
@@ -112,18 +119,17 @@ def gemm(
     def run(M, N, K, alpha, A, B, beta, C):
         nonlocal splits
         if layers_of:
-            S, in_clusters = layers_of, clusters is not None
+            S, in_clusters = layers_of, together(clusters, layers_of)
         elif clusters:
-            S, in_clusters = plan(M, N, K, tile, sms, clusters.at_once)
+            S, in_clusters = plan(M, N, K, tile, sms, clusters)
         else:
             S, in_clusters = layers(M, N, K, tile, sms), False
-        own = clusters.kernel(S) if in_clusters and 1 < S <= CLUSTER_AT_MOST else None
-        if own is None:
+        if in_clusters:
+            splits = tuple  # the cluster wrote C itself: no split product
+            clusters.kernel(S)(M, N, K, alpha, A, B, beta, C, layers=S)
+        else:
             splits = layered.splits
             layered(M, N, K, alpha, A, B, beta, C)
-        else:
-            splits = tuple  # the cluster wrote C itself: no split product
-            own(M, N, K, alpha, A, B, beta, C, layers=S)
 
     launch = described(run, xp, copy)
     launch.function, launch.splits = kernel.function, lambda: splits()
