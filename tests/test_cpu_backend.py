@@ -8,6 +8,7 @@ on a GPU; the missing barriers fail on every run.
 import re
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 from planted import HANDOVER_WITHOUT_BARRIER, PLANTED, RACES, planted
@@ -74,6 +75,30 @@ def test_a_pipeline_handover_without_its_barrier_fails_on_every_run(attempt):
     causes = by_cause(report.cases)
     assert len(causes) == 1, str(report)
     assert "a __syncthreads() is missing" in str(causes[0]), str(report)
+
+
+def test_step_09_runs_every_tile_shape_on_eight_workers_within_a_childs_memory(monkeypatch):
+    # The 17 libraries of step 09's tile shapes each kept 8 workers' stacks, and together
+    # passed what a confined child may map, on a 16-core machine (the H200's host).
+    monkeypatch.setenv("SGEMM_CPU_WORKERS", str(cpu.MAX_WORKERS))
+    report = check(KernelSpec.from_step(registry.step("09")), shapes=SMALL)
+    assert report.ok, str(report)
+
+
+def test_the_libraries_launched_longest_ago_give_their_stacks_back(monkeypatch):
+    monkeypatch.setattr(cpu, "_stacks", {})
+    monkeypatch.setattr(cpu, "workers", lambda: 8)
+    monkeypatch.setattr(cpu, "STACKS_KEPT_BYTES", 3 * 8 * 257 * cpu.STACK_BYTES)
+    released = []
+    for name in ["a", "b", "c", "a", "d"]:  # blocks of 256 threads: 3 libraries fit
+        cpu._keep_stacks(name, 256, lambda name=name: released.append(name))
+    assert released == ["b"] and list(cpu._stacks) == ["c", "a", "d"]
+
+
+def test_the_runtimes_stack_sizes_are_those_cpu_py_counts():
+    header = (Path(cpu.__file__).parent / "cpu_runtime.h").read_text()
+    assert f"STACK_BYTES = {cpu.STACK_BYTES // 1024} * 1024;" in header
+    assert f"MAX_WORKERS = {cpu.MAX_WORKERS};" in header
 
 
 def test_an_out_of_bounds_read_names_the_thread_block_and_matrix():

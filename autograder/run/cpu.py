@@ -20,6 +20,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -364,6 +365,28 @@ def _untranslatable(stderr: str, filename: str) -> str:
 
 _own_seconds = 0.0  # the own time of every launch in this process, summed (own_clock)
 
+# Each library keeps its threads' stacks from one launch to the next (cpu_runtime.h's
+# stack_pool): STACK_BYTES a thread of a block, for each of MAX_WORKERS workers at most.
+# Step 09's GEMM runs its 17 tile shapes' libraries in turn, and with 8 workers their
+# stacks together passed the 4 GiB a confined child may map (isolation.Limits): "ran out
+# of memory for the stacks". Past STACKS_KEPT_BYTES, the libraries launched longest ago
+# give theirs back.
+STACK_BYTES, MAX_WORKERS = 128 * 1024, 8
+STACKS_KEPT_BYTES = 1 << 30
+_stacks: dict[Path, tuple[int, Callable[[], None]]] = {}  # by library, the latest last
+
+
+def _keep_stacks(path: Path, threads: int, release: Callable[[], None]) -> None:
+    """Before a launch of `path`'s blocks of `threads`: what it may keep, counted, and
+    the stacks of the libraries launched longest ago given back where all together
+    would pass STACKS_KEPT_BYTES."""
+    held = _stacks.pop(path, (0, release))[0]
+    mine = max(held, min(workers(), MAX_WORKERS) * (threads + 1) * STACK_BYTES)
+    while _stacks and sum(kept for kept, _ in _stacks.values()) + mine > STACKS_KEPT_BYTES:
+        oldest = next(iter(_stacks))
+        _stacks.pop(oldest)[1]()
+    _stacks[path] = (mine, release)
+
 
 def own_clock() -> float:
     """The kernels' own time in this process so far, in seconds: each launch's busiest
@@ -414,12 +437,14 @@ def _launcher(spec: KernelSpec, path: Path):
     ]
     message = ctypes.create_string_buffer(512)
     launches = 0
+    library.cpu_release_stacks.restype = None
 
     def launch(*arguments, layers: int = 1):
         nonlocal launches
         global _own_seconds
         M, N = arguments[:2]
         launches += 1
+        _keep_stacks(path, spec.geometry.threads, library.cpu_release_stacks)
         status = entry(
             *(
                 a

@@ -112,8 +112,8 @@ inline int __ffs(int x) { return __builtin_ffs(x); }
 
 namespace __cpu {
 
-constexpr size_t STACK_BYTES = 128 * 1024;  // a power of two: see self()
-constexpr unsigned MAX_WORKERS = 8;
+constexpr size_t STACK_BYTES = 128 * 1024;  // a power of two: see self(); cpu.py's too
+constexpr unsigned MAX_WORKERS = 8;  // cpu.py's too
 
 // A suspended execution, and the switch from one to another. A block's
 // threads switch at every barrier, so on x86-64 (Linux, Colab, CI) the switch
@@ -196,6 +196,12 @@ struct Thread {
   uint3 idx;
   unsigned linear = 0;  // its index in the block
   bool done = false;
+  // The barrier it waits at: 0, the block's (__syncthreads), or a named one of
+  // `waits_for` threads (__barrier_sync_count, which step 08's groups pass).
+  // Volatile: the thread writes them on its own stack and the scheduler reads
+  // them on its, a switch the compiler cannot see (g++ -O2 read the 0 the
+  // scheduler had stored before the switch).
+  volatile unsigned barrier_id = 0, waits_for = 0;
   long accesses = 0;  // in this block, for the diagnostic builds' budget
   Worker* worker;
   Context context;
@@ -931,10 +937,36 @@ ptr<T> dynamic_shared() {
   return ptr<T>((T*)mine, BYTES / sizeof(T), (T*)mine, BYTES / sizeof(T), "dynamic shared memory");
 }
 
-// A thread gives way to the next one at a barrier.
+// A thread gives way to the next one at a barrier: the block's ...
 inline void barrier() {
   Thread* t = self();
+  t->barrier_id = 0;
   switch_to(t->context, t->worker->scheduler);
+}
+
+// ... or barrier `id` of `count` threads (PTX's bar.sync id, count), which the
+// threads of a part of the block pass without the rest (run_blocks).
+inline void named_barrier(unsigned id, unsigned count) {
+  Thread* t = self();
+  t->barrier_id = id, t->waits_for = count;
+  switch_to(t->context, t->worker->scheduler);
+}
+
+// Which threads go on in the next round. Where no thread waits at a named
+// barrier, all of them, as every round did before there were any. Else those
+// at named barrier i once `waits_for` threads wait there, and those at the
+// block's barrier only once nobody waits at a named one: it holds every
+// thread of the block, as on a GPU.
+inline void released(const std::vector<Thread>& threads, std::vector<bool>& go) {
+  constexpr unsigned IDS = 16;  // a block has 16 barriers
+  unsigned waiting[IDS] = {};
+  for (const Thread& t : threads)
+    if (!t.done && t.barrier_id) ++waiting[t.barrier_id % IDS];
+  const bool named = std::any_of(waiting + 1, waiting + IDS, [](unsigned n) { return n; });
+  for (size_t i = 0; i < threads.size(); ++i) {
+    const Thread& t = threads[i];
+    go[i] = !t.done && (t.barrier_id ? waiting[t.barrier_id % IDS] >= t.waits_for : !named);
+  }
 }
 
 inline void thread_main() {
@@ -959,6 +991,15 @@ struct StackPool {
   unsigned count = 0;
 };
 inline StackPool stack_pool[MAX_WORKERS];
+
+// Gives this library's stacks back, between launches: autograder/run/cpu.py asks the
+// libraries launched longest ago, where all of a process's together keep too many.
+extern "C" CPU_EXPORT void cpu_release_stacks() {
+  for (StackPool& pool : stack_pool) {
+    if (pool.mapping) munmap(pool.mapping, pool.bytes);
+    pool = {};
+  }
+}
 
 // The first of n stacks for worker, one after another; nullptr when out of memory.
 inline char* stacks_for(unsigned worker, unsigned n) {
@@ -1020,6 +1061,7 @@ inline void run_blocks(unsigned id, unsigned workers, bool reverse) {
 #endif
     for (unsigned i = 0; i < n; ++i) {
       threads[i].done = false;
+      threads[i].barrier_id = 0;
       threads[i].accesses = 0;
       threads[i].linear = i;
       threads[i].idx = {i % block.x, i / block.x % block.y, i / (block.x * block.y)};
@@ -1027,17 +1069,28 @@ inline void run_blocks(unsigned id, unsigned workers, bool reverse) {
     // Between two barriers the threads run one after another, all in the
     // same order; `reverse` flips it, so that a race changes the result
     // from one launch to the next as it would on a GPU.
+    std::vector<bool> go(n);
     for (bool waiting = true; waiting;) {
       waiting = false;
 #ifdef CPU_DIAGNOSE
       if (!d.unwritten_read.empty()) stop(w, d.unwritten_read);  // nobody wrote it all round
       ++d.epoch;
 #endif
+      released(threads, go);
+      bool ran = false;
       for (unsigned k = 0; k < n; ++k) {
-        Thread& t = threads[reverse ? n - 1 - k : k];
+        const unsigned i = reverse ? n - 1 - k : k;
+        Thread& t = threads[i];
         if (t.done) continue;
-        switch_to(w.scheduler, t.context);
+        if (go[i]) switch_to(w.scheduler, t.context), ran = true;
         waiting |= !t.done;
+      }
+      if (waiting && !ran) {  // named barriers that too few threads reach
+        const Thread& t = *std::find_if(threads.begin(), threads.end(),
+                                        [](const Thread& t) { return !t.done && t.barrier_id; });
+        stop(w, who(&t) + " waits at barrier " + std::to_string(t.barrier_id) + " for " +
+                    std::to_string(t.waits_for) + " threads, which fewer reach: on a GPU the " +
+                    "kernel hangs");
       }
     }
 #ifdef CPU_DIAGNOSE
@@ -1149,6 +1202,7 @@ inline int launch(dim3 grid_, dim3 block_, bool reverse, unsigned workers,
 #define blockDim (__cpu::block)
 #define gridDim (__cpu::grid)
 #define __syncthreads() __cpu::barrier()
+#define __barrier_sync_count(id, count) __cpu::named_barrier(id, count)
 #define __ldg(p)                                                                            \
   __cpu::__ldg_impl(__cpu::cast<__cpu::ptr<const std::remove_cv_t<std::remove_reference_t<decltype(*(p))>>>>(p))
 // NVRTC accepts assert() without an include; here a failed one stops the
