@@ -75,6 +75,17 @@
 // instead of 80% (H100, 2026-11-27). The check changes what ptxas makes of
 // the other loops, for the worse where K is a multiple of BK (1024^3: 99%
 // instead of 101%), so step 09 runs it only where K is not.
+// GROUPS is step 09's too, for products too small to fill the GPU: the
+// block has GROUPS sets of warps, each multiplying its own run of K in
+// buffers of its own (its barriers are its own: `sync`), and at the end
+// they add their sums up in shared memory. A small C gives few blocks, and
+// each walks all of K slice by slice, one wait for memory after another;
+// in groups each walks a GROUPSth of it, with no second launch and no
+// partial product in global memory, as split-K's layers need. With 4 groups
+// of two warps, 32 x 32 tiles ran 128^3 at 118% of cuBLAS and 256^3 at 136%,
+// where the best tiles without groups ran at 89% and 85%; 64 x 128 tiles in
+// 2 groups ran 1001x777x513 at 88% instead of 82% (H200, 2026-11-30, GPU
+// time).
 // What each is worth in the final kernel: `python -m autograder bench
 // --ablation` (book/data/ablation_*).
 
@@ -180,26 +191,30 @@ __host__ __device__ constexpr int block_threads(int BM, int BN, int WM, int WN) 
 // (512 x 128 is the SM's 64K), and one of 256 has an SM to itself, with
 // nothing to run while it waits. (At step 09's small tiles,
 // 32 accumulators a thread, the fixed part is what counts: a budget of two
-// registers per accumulator made them spill.)
+// registers per accumulator made them spill.) A block of GROUPS groups has
+// that many times the threads, and each thread its group's indices too.
 __host__ __device__ constexpr int blocks_per_sm(int BM, int BN, int BK, int WM,
-                                                int WN, int WNITER, int TN) {
+                                                int WN, int WNITER, int TN,
+                                                int GROUPS) {
   const int threads = block_threads(BM, BN, WM, WN);
   const int accumulators = WM * WN / 32;
   const int fragments = accumulators / (WNITER * TN) + WNITER * TN;
-  const int held =
-      accumulators + 2 * fragments + BK * (BM + BN) / threads + 16;
+  // In groups, 8 more: at 64, 32 x 32 tiles in 4 groups spilled.
+  const int held = accumulators + 2 * fragments + BK * (BM + BN) / threads +
+                   (GROUPS > 1 ? 24 : 16);
   const int wanted = held > 2 * accumulators ? held : 2 * accumulators;
   // A thread gets its registers 8 at a time: at a cap of 85, ptxas has 80.
   const int registers = (wanted + 7) / 8 * 8;
-  return 65536 / (registers * threads) > 1 ? 65536 / (registers * threads)
-                                           : 1;
+  const int blocks = 65536 / (registers * threads * GROUPS);
+  return blocks > 1 ? blocks : 1;
 }
 
 // [docs:kernel]
 template <int BM, int BN, int BK, int WM, int WN, int WNITER, int TM, int TN,
-          int SLIDE = 0, int RAGGED = 0, int SPREAD = 0>
-__global__ void __launch_bounds__(block_threads(BM, BN, WM, WN),
-                                  blocks_per_sm(BM, BN, BK, WM, WN, WNITER, TN))
+          int SLIDE = 0, int RAGGED = 0, int SPREAD = 0, int GROUPS = 1>
+__global__ void __launch_bounds__(GROUPS * block_threads(BM, BN, WM, WN),
+                                  blocks_per_sm(BM, BN, BK, WM, WN, WNITER, TN,
+                                                GROUPS))
 sgemm_pipelining(int M, int N, int K, float alpha, const float* A,
                  const float* B, float beta, float* C) {
   // [docs:params]
@@ -217,9 +232,30 @@ sgemm_pipelining(int M, int N, int K, float alpha, const float* A,
                     BK * BN % (4 * NUM_THREADS) == 0,
                 "every thread copies the same number of float4s");
   // Two buffers per tile: while the block computes on one, the next slice of
-  // K is stored into the other, so one barrier per slice is enough.
-  __shared__ __align__(16) float As[2][BK][BM];  // transposed: As[buf][k][m]
-  __shared__ __align__(16) float Bs[2][BK][BN];
+  // K is stored into the other, so one barrier per slice is enough. With
+  // GROUPS, two for each group: group g's are 2 * g and 2 * g + 1. (As is
+  // transposed: As[buf][k][m].)
+  __shared__ __align__(16) float As[2 * GROUPS][BK][BM];
+  __shared__ __align__(16) float Bs[2 * GROUPS][BK][BN];
+  // The thread's group and its place in it (with GROUPS = 1, the block and
+  // threadIdx.x), read where they are used: ptxas reads threadIdx.x again as
+  // it needs it, where a variable would hold a register through the main
+  // loop (and at 64 registers a thread, spilled).
+  auto group = [] {
+    return GROUPS == 1 ? 0 : static_cast<int>(threadIdx.x / NUM_THREADS);
+  };
+  auto tid = [] {
+    return GROUPS == 1 ? threadIdx.x : threadIdx.x % NUM_THREADS;
+  };
+  // The barrier of the thread's group: each walks its own run of K, so they
+  // pass different numbers of barriers (barrier 0 is the block's).
+  auto sync = [&] {
+    if (GROUPS == 1) {
+      __syncthreads();
+    } else {
+      __barrier_sync_count(1 + group(), NUM_THREADS);
+    }
+  };
 
   // The block's tile: its own rows and columns of C, blockIdx.y * BM and
   // blockIdx.x * BN on. With SLIDE, a tile that runs past C's last row or
@@ -235,11 +271,11 @@ sgemm_pipelining(int M, int N, int K, float alpha, const float* A,
             : blockIdx.x * BN;
   // [docs:indices]
   // Where this thread's warp sits in the block tile ...
-  const int warp = threadIdx.x / 32;
+  const int warp = tid() / 32;
   const int warpRow = warp / (BN / WN);
   const int warpCol = warp % (BN / WN);
   // ... and where this thread sits in each warp sub-tile.
-  const int lane = threadIdx.x % 32;
+  const int lane = tid() % 32;
   const int threadRow = lane / (WSUBN / TN);
   const int threadCol = lane % (WSUBN / TN);
   // [docs:indices-end]
@@ -253,9 +289,11 @@ sgemm_pipelining(int M, int N, int K, float alpha, const float* A,
   // A and B start at kBegin (A's rows are still K floats apart), and
   // the partial product goes to the z-th M x N matrix of C, which holds
   // gridDim.z of them one after the other (the epilogue moves C there). A
-  // reduction adds them up afterwards.
-  const int kPerLayer = (K + gridDim.z * BK - 1) / (gridDim.z * BK) * BK;
-  const int kBegin = blockIdx.z * kPerLayer;
+  // reduction adds them up afterwards. With GROUPS, each layer's run is cut
+  // again, a run for each group.
+  const unsigned runs = GROUPS * gridDim.z;
+  const int kPerLayer = (K + runs * BK - 1) / (runs * BK) * BK;
+  const int kBegin = (blockIdx.z * GROUPS + group()) * kPerLayer;
   const int layerK = max(0, min(K - kBegin, kPerLayer));
   A += kBegin;
   B += static_cast<size_t>(kBegin) * N;
@@ -294,16 +332,16 @@ sgemm_pipelining(int M, int N, int K, float alpha, const float* A,
   // q + W, q + 2W and q + 3W of its W float4s a row (load4_spread) ...
   auto fetch = [&](int k0, Next how, int p) {
     if (p < B_LOADS) {
-      const int r = (threadIdx.x + p * NUM_THREADS) / (BN / 4);
-      const int q = (threadIdx.x + p * NUM_THREADS) % (BN / 4);
+      const int r = (tid() + p * NUM_THREADS) / (BN / 4);
+      const int q = (tid() + p * NUM_THREADS) % (BN / 4);
       const float* row = blockB + (k0 + r) * N;
       nextSlice[p] =
           how == CHECKED         ? load4(B, k0 + r, blockCol + 4 * q, layerK, N, N, vecB)
           : how == INSIDE_FLOATS && SPREAD_B ? load4_spread(row + q, BN / 4)
                                              : load4_inside(row + 4 * q, how == INSIDE_FLOAT4S);
     } else {
-      const int r = (threadIdx.x + (p - B_LOADS) * NUM_THREADS) / (BK / 4);
-      const int q = (threadIdx.x + (p - B_LOADS) * NUM_THREADS) % (BK / 4);
+      const int r = (tid() + (p - B_LOADS) * NUM_THREADS) / (BK / 4);
+      const int q = (tid() + (p - B_LOADS) * NUM_THREADS) % (BK / 4);
       const float* row = blockA + r * K + k0;
       nextSlice[p] =
           how == CHECKED ? load4(A, blockRow + r, k0 + 4 * q, M, layerK, K, vecA)
@@ -313,20 +351,20 @@ sgemm_pipelining(int M, int N, int K, float alpha, const float* A,
   // ... and from there into shared buffer buf, where `how` says it came from.
   auto stash = [&](int buf, int p, Next how) {
     if (p < B_LOADS) {
-      const int r = (threadIdx.x + p * NUM_THREADS) / (BN / 4);
-      const int q = (threadIdx.x + p * NUM_THREADS) % (BN / 4);
+      const int r = (tid() + p * NUM_THREADS) / (BN / 4);
+      const int q = (tid() + p * NUM_THREADS) % (BN / 4);
       if (how == INSIDE_FLOATS && SPREAD_B) {
-        store4_spread(&Bs[buf][r][q], BN / 4, nextSlice[p]);
+        store4_spread(&Bs[2 * group() + buf][r][q], BN / 4, nextSlice[p]);
       } else {
-        *reinterpret_cast<float4*>(&Bs[buf][r][4 * q]) = nextSlice[p];
+        *reinterpret_cast<float4*>(&Bs[2 * group() + buf][r][4 * q]) = nextSlice[p];
       }
     } else {
-      const int r = (threadIdx.x + (p - B_LOADS) * NUM_THREADS) / (BK / 4);
-      const int q = (threadIdx.x + (p - B_LOADS) * NUM_THREADS) % (BK / 4);
-      As[buf][4 * q + 0][r] = nextSlice[p].x;  // transpose on the way in
-      As[buf][4 * q + 1][r] = nextSlice[p].y;
-      As[buf][4 * q + 2][r] = nextSlice[p].z;
-      As[buf][4 * q + 3][r] = nextSlice[p].w;
+      const int r = (tid() + (p - B_LOADS) * NUM_THREADS) / (BK / 4);
+      const int q = (tid() + (p - B_LOADS) * NUM_THREADS) % (BK / 4);
+      As[2 * group() + buf][4 * q + 0][r] = nextSlice[p].x;  // transpose on the way in
+      As[2 * group() + buf][4 * q + 1][r] = nextSlice[p].y;
+      As[2 * group() + buf][4 * q + 2][r] = nextSlice[p].z;
+      As[2 * group() + buf][4 * q + 3][r] = nextSlice[p].w;
     }
   };
   // [docs:prefetch-end]
@@ -344,7 +382,7 @@ sgemm_pipelining(int M, int N, int K, float alpha, const float* A,
 #pragma unroll
       for (int m = 0; m < TM; m += 4) {
         copy4(&regM[set][wm * TM + m],
-              &As[buf][k][warpRow * WM + wm * WSUBM + threadRow * TM + m]);
+              &As[2 * group() + buf][k][warpRow * WM + wm * WSUBM + threadRow * TM + m]);
       }
     }
 #pragma unroll
@@ -352,7 +390,7 @@ sgemm_pipelining(int M, int N, int K, float alpha, const float* A,
 #pragma unroll
       for (int n = 0; n < TN; n += 4) {
         copy4(&regN[set][wn * TN + n],
-              &Bs[buf][k][warpCol * WN + wn * WSUBN + threadCol * TN + n]);
+              &Bs[2 * group() + buf][k][warpCol * WN + wn * WSUBN + threadCol * TN + n]);
       }
     }
   };
@@ -380,7 +418,7 @@ sgemm_pipelining(int M, int N, int K, float alpha, const float* A,
   for (int p = 0; p < LOADS; ++p) fetch(0, CHECKED, p);
 #pragma unroll
   for (int p = 0; p < LOADS; ++p) stash(0, p, CHECKED);
-  __syncthreads();
+  sync();
   load_fragments(0, 0, 0);
   // Level 1, the block tile, one BK-wide slice: multiply slice k0 (in buffer
   // buf) while slice k0 + BK is fetched the way `next` says.
@@ -407,7 +445,7 @@ sgemm_pipelining(int M, int N, int K, float alpha, const float* A,
         // last float4, wait for every warp, and start loading its first
         // fragments, so that this k's FMAs cover their latency.
         stash(buf ^ 1, LOADS - 1, next);
-        __syncthreads();
+        sync();
         load_fragments(buf ^ 1, 0, 0);
       }
       multiply(k % 2);
@@ -441,6 +479,43 @@ sgemm_pipelining(int M, int N, int K, float alpha, const float* A,
   for (; k0 + BK < layerK; k0 += BK, buf ^= 1) slice(k0, buf, CHECKED);
   if (k0 < layerK) slice(k0, buf, NONE);
   // [docs:walk-end]
+
+  // [docs:groups]
+  // With GROUPS, group 0 adds up the others' sums, in group order, and
+  // writes C; Bs holds them, each thread's accumulators a row of NUM_THREADS
+  // apart from the next, so that a warp's 32 threads touch 32 banks.
+  if (GROUPS > 1) {
+    constexpr int COLS = WNITER * TN, ACC = WMITER * TM * COLS;
+    static_assert((GROUPS - 1) * ACC * NUM_THREADS <= 2 * GROUPS * BK * BN,
+                  "the groups' sums fit where their slices of B were");
+    // A group whose run of K is shorter passes its barrier as often as group
+    // 0 does all the same. That orders nothing the block's barrier below does
+    // not, but compute-sanitizer's racecheck (2025.3) reported the sums'
+    // writes racing with the slices' reads wherever the groups had passed
+    // their barriers unequally often (4480 hazards at 67x131x70), and none so.
+    const int layer0 = static_cast<int>(blockIdx.z) * GROUPS * kPerLayer;
+    const int first = max(0, min(K - layer0, kPerLayer));  // group 0's run
+    auto passes = [](int run) { return max(1, (run + BK - 1) / BK); };
+    for (int n = passes(layerK); n < passes(first); ++n) sync();
+    // Accumulator i of group g's thread: sums[((g - 1) * ACC + i) * ...].
+    float* sums = &Bs[0][0][0] + tid();
+    __syncthreads();  // every group done with its buffers
+    if (group() > 0) {
+      float* mine = sums + (group() - 1) * ACC * NUM_THREADS;
+#pragma unroll
+      for (int i = 0; i < ACC; ++i)
+        mine[i * NUM_THREADS] = acc[i / COLS][i % COLS];
+    }
+    __syncthreads();
+    if (group() > 0) return;
+#pragma unroll
+    for (int g = 1; g < GROUPS; ++g) {
+#pragma unroll
+      for (int i = 0; i < ACC; ++i)
+        acc[i / COLS][i % COLS] += sums[((g - 1) * ACC + i) * NUM_THREADS];
+    }
+  }
+  // [docs:groups-end]
 
   // [docs:epilogue]
   // Decided here rather than at the top, so that they hold no register

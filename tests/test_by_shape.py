@@ -36,7 +36,7 @@ def test_every_tile_shape_is_one_step_08_accepts_and_compiles_without_spilling(t
             spec.source, [spec.name_expression], arch, spec.filename
         )
         resources = compiled.resources[spec.name_expression]
-        assert resources.problems(step.geometry.threads) == [], str(resources)
+        assert resources.problems(spec.geometry.threads) == [], str(resources)
 
 
 def test_a_ragged_twin_runs_exactly_where_k_ends_inside_a_slice():
@@ -218,13 +218,13 @@ def test_a_gpu_without_a_table_gets_the_devices_own_arithmetic():
 def test_graded_runs_split_every_shape_of_the_suite_in_two_to_four_layers():
     layers = {by_shape.graded_splits(s.M, s.N, s.K) for s in SMALL}
     assert layers == {2, 3, 4}
-    # Each shape of the suite runs twice (beta = 0 and not): every tile shape, alone
-    # and over the top half of C, in one pass of the suite.
+    # Each shape of the suite runs twice (beta = 0 and not): every tile shape over the
+    # top half of C and over the bottom half, in one pass of the suite.
     choose = by_shape.in_turn()
     plans = [choose(s.M, s.N, s.K) for s in SMALL for _ in range(2)]
     # (Step 08's own, OWN, is 256x128 on the CPU: no SLIDE or SPREAD is built for it.)
-    assert {p.tiles for p in plans if isinstance(p, Plan)} == set(by_shape.CHOICES)
     assert {p.top.tiles for p in plans if isinstance(p, Bands)} == set(by_shape.CHOICES)
+    assert {p.rest.tiles for p in plans if isinstance(p, Bands)} == set(by_shape.CHOICES)
 
 
 def test_the_tuner_keeps_the_plan_best_across_its_class_and_right_at_every_shape():
@@ -326,14 +326,23 @@ def test_a_tile_slid_back_inside_c_writes_only_its_own_part(tiles):
 
 
 @pytest.mark.slow
-def test_without_slide_or_ragged_step_08_is_the_kernel_without_their_lines():
-    """SLIDE = 0 and RAGGED = 0, step 08's own: the same machine code as its source
-    with every line of the slide and of the ragged end removed, so that what was
-    measured of step 08 before they existed still holds (nvdisasm, sm_90)."""
+def test_without_slide_ragged_or_groups_step_08_is_the_kernel_without_their_lines():
+    """SLIDE = 0, RAGGED = 0 and GROUPS = 1, step 08's own: the same machine code as its
+    source with every line of the slide, of the ragged end and of the groups removed, so
+    that what was measured of step 08 before they existed still holds (nvdisasm, sm_90)."""
     sass = pytest.importorskip("autograder.measure.sass")
     step = registry.step("08")
     src = step.source()
-    plain = src
+    start, end = src.index("  // [docs:groups]\n"), src.index("  // [docs:groups-end]\n")
+    plain = src[:start] + src[end:]
+    for old, new in (  # every occurrence
+        ("2 * group() + buf", "buf"),
+        ("tid()", "threadIdx.x"),
+        ("sync();", "__syncthreads();"),
+        ("[2 * GROUPS]", "[2]"),
+    ):
+        assert old in plain, old
+        plain = plain.replace(old, new)
     for old, new in (
         (
             "SLIDE ? max(0, min(static_cast<int>(blockIdx.y) * BM, M - BM))\n            : blockIdx.y * BM",
@@ -344,6 +353,14 @@ def test_without_slide_or_ragged_step_08_is_the_kernel_without_their_lines():
             "blockIdx.x * BN",
         ),
         ("      if (SLIDE && row < ownRow) continue;\n", ""),
+        ("__launch_bounds__(GROUPS * block_threads", "__launch_bounds__(block_threads"),
+        (
+            "  const unsigned runs = GROUPS * gridDim.z;\n"
+            "  const int kPerLayer = (K + runs * BK - 1) / (runs * BK) * BK;\n"
+            "  const int kBegin = (blockIdx.z * GROUPS + group()) * kPerLayer;",
+            "  const int kPerLayer = (K + gridDim.z * BK - 1) / (gridDim.z * BK) * BK;\n"
+            "  const int kBegin = blockIdx.z * kPerLayer;",
+        ),
         ("      if (RAGGED && next == NONE && k0 + k >= layerK) break;\n", ""),
     ):
         assert plain.count(old) == 1, old

@@ -11,7 +11,15 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from planted import HANDOVER_WITHOUT_BARRIER, PLANTED, RACES, planted
+from planted import (
+    GROUP_BARRIER_OF_TOO_MANY,
+    GROUPED,
+    GROUPS_WITHOUT_BARRIERS,
+    HANDOVER_WITHOUT_BARRIER,
+    PLANTED,
+    RACES,
+    planted,
+)
 
 from autograder import KernelSpec, judge
 from autograder.judge import checker
@@ -75,6 +83,24 @@ def test_a_pipeline_handover_without_its_barrier_fails_on_every_run(attempt):
     causes = by_cause(report.cases)
     assert len(causes) == 1, str(report)
     assert "a __syncthreads() is missing" in str(causes[0]), str(report)
+
+
+def test_groups_of_warps_pass_barriers_of_their_own_and_fail_without_them():
+    """Step 09's grouped blocks (32 x 32 tiles in 4 groups): each group walks its own run
+    of K (at 1x300x70: 2, 2, 1 and no slices), passing its own named barriers while the
+    others wait at the block's. Without those barriers a group reads a slice before its
+    threads have stored it, on every run."""
+    assert check(GROUPED, shapes=SMALL).ok
+    for _ in range(2):
+        report = check(GROUPS_WITHOUT_BARRIERS, shapes=SMALL)
+        assert not report.ok, str(report)
+
+
+def test_a_named_barrier_that_too_few_threads_reach_is_said_to_hang_on_a_gpu():
+    report = check(GROUP_BARRIER_OF_TOO_MANY, shapes=SMALL, case_timeout_s=10)
+    said = " / ".join([c.message for c in report.failures] + [report.error])
+    assert not report.ok, said
+    assert "for 128 threads, which fewer reach: on a GPU the kernel hangs" in said, said
 
 
 def test_step_09_runs_every_tile_shape_on_eight_workers_within_a_childs_memory(monkeypatch):

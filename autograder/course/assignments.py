@@ -206,18 +206,19 @@ Write the pipeline's two parts: its fill, and `slice(k0, buf, next)`, which mult
 (in shared buffer `buf`) while the next one is on its way. Written for you: `fetch(k0, how, p)`
 (this thread's float4 p of slice k0 into registers, the way `how` says: `CHECKED` at the edges),
 `stash(buf, p, how)` (that float4 into shared buffer `buf`), `load_fragments(buf, k, set)`,
-`multiply(set)`, and the walk over K that calls `slice`. A thread moves `LOADS` float4s of each
-slice. Fill the pipeline with slice 0 and its first fragments. In `slice`, unless `next` is
-`NONE`, fetch float4 p of the next slice at k = p * BK / LOADS, and stash float4 p - 1 just
-before (stash is told how its float4 was fetched). For each k load the fragments for k + 1 into
-the other set before multiplying those for k. At the last k, if there is a next slice, hand
-over: stash its last float4, pass the barrier, load its first fragments, and only then run the
-last FMAs. About 25 lines.""",
+`multiply(set)`, `sync()` (the barrier: `__syncthreads()`, or in step 09's blocks of several
+groups of warps the group's own), and the walk over K that calls `slice`. A thread moves `LOADS`
+float4s of each slice. Fill the pipeline with slice 0 and its first fragments. In `slice`,
+unless `next` is `NONE`, fetch float4 p of the next slice at k = p * BK / LOADS, and stash
+float4 p - 1 just before (stash is told how its float4 was fetched). For each k load the
+fragments for k + 1 into the other set before multiplying those for k. At the last k, if there
+is a next slice, hand over: stash its last float4, pass the barrier, load its first fragments,
+and only then run the last FMAs. About 25 lines.""",
         regions=("mainloop",),
         hints=(
             "The fill: fetch every p of slice 0 (`fetch(0, CHECKED, p)` for p below `LOADS`), "
             "stash them into buffer 0 (`stash(0, p, CHECKED)`), then "
-            "`__syncthreads(); load_fragments(0, 0, 0);`.",
+            "`sync(); load_fragments(0, 0, 0);`.",
             "`auto slice = [&](int k0, int buf, Next next) "
             "{ for (int k = 0; k < BK; ++k) { ... } };`. "
             "The walk passes `NONE` for the last slice of the block's share of K (layerK: all of "
@@ -225,7 +226,7 @@ last FMAs. About 25 lines.""",
             "For each k, first the loads: for each p, if `next != NONE && k == p * BK / LOADS`, "
             "`stash(buf ^ 1, p - 1, next)` (when p > 0) and `fetch(k0 + BK, next, p)`. Then, if "
             "`k + 1 < BK`, `load_fragments(buf, k + 1, (k + 1) % 2)`; else, if `next != NONE`, "
-            "`stash(buf ^ 1, LOADS - 1, next); __syncthreads(); load_fragments(buf ^ 1, 0, 0);`. "
+            "`stash(buf ^ 1, LOADS - 1, next); sync(); load_fragments(buf ^ 1, 0, 0);`. "
             "Then `multiply(k % 2)`.",
             "One barrier per slice is enough: `stash` writes buffer `buf ^ 1`, which every warp "
             "finished reading before the previous barrier.",

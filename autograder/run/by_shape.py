@@ -51,6 +51,15 @@ from .kernel import KernelSpec
 # of 16 x 32 and 4 x 4 floats a thread (TM = TN = 4: 16 accumulators), eight
 # warps in 64x64w8, four in 32x64w4: 128^3 ran 1.2 times as fast again as with
 # 64x64, and 333x777x129 1.2 times (H100, 2026-11-24, GPU time).
+# The tile shapes whose blocks are groups of warps, each multiplying its own run of K
+# and adding their sums up in shared memory at the end (kernels/08's GROUPS): "g4" is 4
+# groups of the warps "w2" names. A product too small to fill the GPU gets a block's
+# time down to a fraction of its K, with no second launch and no layer of partial sums
+# in global memory, which split-K costs. In % of cuBLAS (H200, 2026-11-30, GPU time,
+# against the best tiles without groups): 32x32w2g4 at 128^3 118 (89), at 256^3 136
+# (85), at 100x300x200 118 (79); 32x64w4g2 at 512x512x128 115 (99); 64x128w8g2 at
+# 1001x777x513 88 (82). At 333x777x129 none gained (88 against 90).
+GROUPS = {"32x32w2g4": 4, "32x64w4g2": 2, "64x128w8g2": 2}
 # The tile shapes whose blocks slide back inside C at its edges (kernels/08's
 # SLIDE = 1), where that was measured faster, in % of cuBLAS: 64x128w8 at 1001x777x513 80 instead of
 # 75, 32x64w4 unsplit at 333x777x129 82 to 86 instead of 77, 128x256 at 2048^3
@@ -60,7 +69,7 @@ from .kernel import KernelSpec
 # large-K shapes lost 4 to 5 points, 64x64w8 at 128^3 and 333x777x129 1 to 2
 # (H100, 2026-11-27). With SLIDE = 0 the kernel compiles for sm_90 to the same
 # machine code as it did before SLIDE existed (nvdisasm, NVRTC 13.5).
-SLID = frozenset({"128x256", "128x128w16", "64x128w8", "32x64w4"})
+SLID = frozenset({"128x256", "128x128w16", "64x128w8", "32x64w4", *GROUPS})
 # The tile shapes that, built for this architecture or a later one, slide and read
 # B's unaligned rows spread out too (kernels/08's SPREAD = 1: step 08's own rule
 # spreads only where that compiles without spilling on every architecture). Slid and
@@ -75,7 +84,7 @@ SPREAD = {"256x128": "sm_90"}
 # would only cost: its check changes what ptxas makes of the other loops (64x128w8
 # at 1024^3 99 instead of 101) (H100, 2026-11-27). In the tiles of 64 x 32 and 32 x 64
 # warps it spilled (sm_86, sm_75); the other small ones were not measured with it.
-RAGGED = frozenset({"64x128w8", "32x64w4"})
+RAGGED = frozenset({"64x128w8", "32x64w4", "64x128w8g2", "32x32w2g4"})
 TILES: dict[str, dict[str, int]] = {
     "256x128": dict(registry.step("08").params),
     "128x256": dict(registry.step("08").params, BM=128, BN=256, WM=32, WN=64),
@@ -87,6 +96,9 @@ TILES: dict[str, dict[str, int]] = {
     "64x64": dict(BM=64, BN=64, BK=16, WM=32, WN=32, WNITER=1, TM=8, TN=4),
     "64x64w8": dict(BM=64, BN=64, BK=16, WM=16, WN=32, WNITER=1, TM=4, TN=4),
     "32x64w4": dict(BM=32, BN=64, BK=16, WM=16, WN=32, WNITER=1, TM=4, TN=4),
+    "64x128w8g2": dict(BM=64, BN=128, BK=16, WM=32, WN=32, WNITER=1, TM=8, TN=4),
+    "32x64w4g2": dict(BM=32, BN=64, BK=16, WM=16, WN=32, WNITER=1, TM=4, TN=4),
+    "32x32w2g4": dict(BM=32, BN=32, BK=16, WM=16, WN=32, WNITER=1, TM=4, TN=4),
 }
 # Step 08's own kernel, exactly: its 256 x 128 tiles without SLIDE or SPREAD, which
 # step 09's "256x128" has on an sm_90 GPU. It is what the untuned rule keeps (SAFE),
@@ -169,9 +181,13 @@ def tile_count(M: int, N: int, tiles: str) -> int:
 
 
 def max_splits(K: int, tiles: str) -> int:
-    """The most layers K splits into with MIN_SLICES_PER_LAYER slices in each."""
-    slices = math.ceil(K / TILES[tiles]["BK"])
-    return max(1, min(MAX_SPLITS, slices // MIN_SLICES_PER_LAYER))
+    """The most layers K splits into with MIN_SLICES_PER_LAYER slices in each (in each
+    group's run of it, where the tiles' blocks are groups)."""
+    return max(1, min(MAX_SPLITS, _most_layers(K, tiles)))
+
+
+def _most_layers(K: int, tiles: str) -> int:
+    return math.ceil(K / TILES[tiles]["BK"]) // (MIN_SLICES_PER_LAYER * GROUPS.get(tiles, 1))
 
 
 def aligned(N: int, K: int) -> bool:
@@ -403,16 +419,17 @@ def table_path(gpu_name: str) -> Path:
 
 def in_turn() -> Callable[[int, int, int], Plan | Bands]:
     """choose(M, N, K) for a backend with no table and no speed to gain (the CPU): the
-    tile shapes in turn, launch after launch, so that the checker runs each of them;
-    then each again over the top half of C's rows, with the next tile shape below
-    (Bands), so that it checks the bands' views of A and C too."""
+    tile shapes in turn, launch after launch, each over the top half of C's rows with
+    the next one below (Bands), so that the checker runs each of them at C's first row
+    and at its last, and the bands' views of A and C too (a C of one row: the tile
+    shape alone): one pass of the checker's small shapes runs every one so."""
     names = list(CHOICES)
     turns = itertools.count()
 
     def choose(M: int, N: int, K: int) -> Plan | Bands:
-        turn = next(turns) % (2 * len(names))
-        plan = Plan(names[turn % len(names)], 1)
-        if turn < len(names) or M < 2:
+        turn = next(turns) % len(names)
+        plan = Plan(names[turn], 1)
+        if M < 2:
             return plan
         return Bands((M + 1) // 2, plan, Plan(names[(turn + 1) % len(names)], 1))
 
@@ -495,9 +512,10 @@ def tile_resources(tiles: str, registers: Mapping[str, int] | None = None) -> Ti
     `registers`, the compiled kernels' reports, where given)."""
     step = registry.step("08").with_params(**TILES[tiles])
     known = (registers or {}).get(tiles)
+    groups = GROUPS.get(tiles, 1)
     return TileResources(
-        step.geometry.threads,
-        step.tuning.shared_bytes(step.params),
+        groups * step.geometry.threads,
+        groups * step.tuning.shared_bytes(step.params),
         known or step.tuning.registers(step.params),
     )
 
@@ -581,7 +599,7 @@ def plan_space(M: int, N: int, K: int, sms: int) -> list[Plan]:
     plans = []
     for tiles in CHOICES:
         count = tile_count(M, N, tiles)
-        most = math.ceil(K / TILES[tiles]["BK"]) // MIN_SLICES_PER_LAYER
+        most = _most_layers(K, tiles)
         whole = {waves * sms // count for waves in range(1, WAVES_AT_MOST + 1)}
         for splits in sorted(set(RULE_SPLITS) | whole):
             if splits == 1 or (2 <= splits <= most and splits * count <= WAVES_AT_MOST * sms):
@@ -673,24 +691,27 @@ def gemm_specs(
 ) -> dict[str, KernelSpec]:
     """Step 08's course kernel at each of these tile shapes, built for `arch` (None: for
     any), with its defaulted template arguments: SLIDE = 1 for those of SLID, SLIDE and
-    SPREAD = 1 for those of SPREAD where arch is the one named there or later; and for
-    those of RAGGED, a twin with RAGGED = 1 too, keyed as gemm_key names it."""
+    SPREAD = 1 for those of SPREAD where arch is the one named there or later, GROUPS for
+    those of GROUPS (blocks of that many times the threads); and for those of RAGGED, a
+    twin with RAGGED = 1 too, keyed as gemm_key names it."""
     step = registry.step("08")
     specs = {}
     for name in tiles:
         tiled = step.with_params(**TILES[name])
         spec = KernelSpec.from_step(tiled)
+        groups = GROUPS.get(name, 1)
+        block = replace(spec.geometry, block=(groups * spec.geometry.threads, 1))
         spread = (
             name in SPREAD
             and arch is not None
             and registry.arch_number(arch) >= registry.arch_number(SPREAD[name])
         )
         for ragged in (0, 1) if name in RAGGED else (0,):
-            flags = [int(name in SLID or spread), ragged, int(spread)]
-            while flags and not flags[-1]:  # trailing defaults left out
+            flags = [int(name in SLID or spread), ragged, int(spread), groups]
+            while flags and flags[-1] == (0, 0, 0, 1)[len(flags) - 1]:  # defaults left out
                 flags.pop()
             key = _twin(name) if ragged else name
-            specs[key] = replace(spec, name_expression=tiled.instantiation(*flags))
+            specs[key] = replace(spec, name_expression=tiled.instantiation(*flags), geometry=block)
     return specs
 
 
