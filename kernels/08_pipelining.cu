@@ -241,10 +241,10 @@ sgemm_pipelining(int M, int N, int K, float alpha, const float* A,
   // threadIdx.x), read where they are used: ptxas reads threadIdx.x again as
   // it needs it, where a variable would hold a register through the main
   // loop (and at 64 registers a thread, spilled).
-  auto group = [] {
+  auto group = [&] {
     return GROUPS == 1 ? 0 : static_cast<int>(threadIdx.x / NUM_THREADS);
   };
-  auto tid = [] {
+  auto tid = [&] {
     return GROUPS == 1 ? threadIdx.x : threadIdx.x % NUM_THREADS;
   };
   // The barrier of the thread's group: each walks its own run of K, so they
@@ -495,7 +495,7 @@ sgemm_pipelining(int M, int N, int K, float alpha, const float* A,
     // their barriers unequally often (4480 hazards at 67x131x70), and none so.
     const int layer0 = static_cast<int>(blockIdx.z) * GROUPS * kPerLayer;
     const int first = max(0, min(K - layer0, kPerLayer));  // group 0's run
-    auto passes = [](int run) { return max(1, (run + BK - 1) / BK); };
+    auto passes = [&](int run) { return max(1, (run + BK - 1) / BK); };
     for (int n = passes(layerK); n < passes(first); ++n) sync();
     // Accumulator i of group g's thread: sums[((g - 1) * ACC + i) * ...].
     float* sums = &Bs[0][0][0] + tid();

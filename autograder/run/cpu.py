@@ -367,7 +367,7 @@ _own_seconds = 0.0  # the own time of every launch in this process, summed (own_
 
 # Each library keeps its threads' stacks from one launch to the next (cpu_runtime.h's
 # stack_pool): STACK_BYTES a thread of a block, for each of MAX_WORKERS workers at most.
-# Step 09's GEMM runs its 17 tile shapes' libraries in turn, and with 8 workers their
+# Step 09's GEMM runs the 17 libraries of its tile shapes in turn, and with 8 workers their
 # stacks together passed the 4 GiB a confined child may map (isolation.Limits): "ran out
 # of memory for the stacks". Past STACKS_KEPT_BYTES, the libraries launched longest ago
 # give theirs back.
