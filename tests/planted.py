@@ -8,7 +8,7 @@ the checker's message must contain, on every backend.
 
 from autograder import KernelSpec
 from autograder.ladder import registry
-from autograder.run import by_shape
+from autograder.run import composed
 from autograder.run.kernel import substituted
 
 
@@ -97,7 +97,7 @@ HANDOVER_WITHOUT_BARRIER = planted(
 # Step 09's blocks of groups of warps (kernels/08's GROUPS), each group walking its own
 # run of K past barriers of its own: without them, and with one that waits for more
 # threads than its group has (on a GPU, a hang).
-GROUPED = by_shape.gemm_specs(("32x32w2g4",))["32x32w2g4"]
+GROUPED = composed.gemm_specs(("32x32w2g4",))["32x32w2g4"]
 GROUP_BARRIER = "__barrier_sync_count(1 + group(), NUM_THREADS);"
 GROUPS_WITHOUT_BARRIERS = substituted(GROUPED, [(GROUP_BARRIER, "")])
 GROUP_BARRIER_OF_TOO_MANY = substituted(

@@ -11,7 +11,7 @@ import pytest
 
 from autograder.ladder import hardware
 from autograder.measure import bench, tune_plans
-from autograder.run import autotune, by_shape, compiler
+from autograder.run import autotune, by_shape, compiler, composed
 from autograder.run.by_shape import Bands, Plan
 
 LEARNERS = ("Tesla T4", "A100 (40 GB)", "L4")
@@ -59,7 +59,7 @@ def test_every_tile_shape_fits_the_device_with_the_registers_it_compiles_to(gpu)
     the registry's floor: each tile shape's block fits and an SM holds one or more."""
     device = hardware.datasheet_device(gpu)
     registers = {}
-    for name, spec in by_shape.gemm_specs(tuple(by_shape.TILES), device.arch).items():
+    for name, spec in composed.gemm_specs(tuple(by_shape.TILES), device.arch).items():
         if name not in by_shape.TILES:
             continue
         compiled = compiler.compile_for_arch(

@@ -13,7 +13,7 @@ from autograder.judge.checker import SMALL, Shape
 from autograder.ladder import registry
 from autograder.ladder.hardware import GPUS, datasheet_device
 from autograder.measure import bench, tune_plans
-from autograder.run import by_shape, compiler, contract
+from autograder.run import by_shape, compiler, composed, contract
 from autograder.run.by_shape import Bands, Plan, Table
 from autograder.run.kernel import template_arguments
 
@@ -29,8 +29,8 @@ def test_every_tile_shape_is_one_step_08_accepts_and_compiles_without_spilling(t
     has one."""
     step = registry.step("08").with_params(**by_shape.TILES[tiles])
     assert step.tuning.rules(step.params) == []
-    specs = by_shape.gemm_specs((tiles,), arch)
-    assert set(specs) == {tiles, by_shape.gemm_key(tiles, 1)}
+    specs = composed.gemm_specs((tiles,), arch)
+    assert set(specs) == {tiles, composed.gemm_key(tiles, 1)}
     for spec in specs.values():
         compiled = compiler.compile_for_arch(
             spec.source, [spec.name_expression], arch, spec.filename
@@ -48,11 +48,11 @@ def test_a_ragged_twin_runs_exactly_where_k_ends_inside_a_slice():
     def gemm(key):
         return lambda M, N, K, *rest, layers=1: launched.append((key, K, layers))
 
-    gemms = {key: gemm(key) for key in by_shape.gemm_specs()}
+    gemms = {key: gemm(key) for key in composed.gemm_specs()}
     ragged, plain = min(by_shape.RAGGED), "128x128"
     assert plain not in by_shape.RAGGED
     for plan in [Plan(ragged, 1), Plan(ragged, 3), Plan(plain, 1)]:
-        launch = by_shape.compose(
+        launch = composed.compose(
             lambda M, N, K, plan=plan: plan, gemms, lambda *a: None, lambda n: [0.0] * n
         )
         for K in (64, 65, 79):
@@ -70,7 +70,7 @@ def test_a_ragged_twin_is_right_where_k_ends_inside_a_slice(tiles):
     which end inside a slice (on a GPU, compose runs it in layers too:
     test_on_a_gpu_every_tile_shape_is_right_on_the_whole_suite)."""
     assert any(s.K % by_shape.TILES[tiles]["BK"] for s in SMALL)
-    spec = by_shape.gemm_specs((tiles,))[by_shape.gemm_key(tiles, 1)]
+    spec = composed.gemm_specs((tiles,))[composed.gemm_key(tiles, 1)]
     assert template_arguments(spec.source, spec.name_expression)["RAGGED"] == 1
     report = judge.check(spec, backend="cpu", shapes=SMALL)
     assert report.ok and {c.shape for c in report.cases} == set(SMALL), str(report)
@@ -216,7 +216,7 @@ def test_a_gpu_without_a_table_gets_the_devices_own_arithmetic():
 
 
 def test_graded_runs_split_every_shape_of_the_suite_in_two_to_four_layers():
-    layers = {by_shape.graded_splits(s.M, s.N, s.K) for s in SMALL}
+    layers = {composed.graded_splits(s.M, s.N, s.K) for s in SMALL}
     assert layers == {2, 3, 4}
     # Each shape of the suite runs twice (beta = 0 and not): every tile shape over the
     # top half of C and over the bottom half, in one pass of the suite.
@@ -317,7 +317,7 @@ def test_a_tile_slid_back_inside_c_writes_only_its_own_part(tiles):
     owns: where it wrote that strip too, beta C would be added twice there. The last
     shape has a tile and part of another in both directions. Built as for an H100,
     where the tiles of SPREAD slide too."""
-    spec = by_shape.gemm_specs((tiles,), "sm_90")[tiles]
+    spec = composed.gemm_specs((tiles,), "sm_90")[tiles]
     assert template_arguments(spec.source, spec.name_expression)["SLIDE"] == 1
     p = by_shape.TILES[tiles]
     slides = Shape(p["BM"] + 44, p["BN"] + 72, 40, "a tile and part of another each way")

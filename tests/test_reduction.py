@@ -1,5 +1,5 @@
 """What the checker says of a wrong split-K reduction (step 09): the GEMM around it
-(autograder.run.by_shape.compose) keeps each split product's layers as facts, and the
+(autograder.run.composed.compose) keeps each split product's layers as facts, and the
 judge (autograder.judge.reduction) says what the reduction made of them. NumPy
 stand-ins play step 08's kernel and the learner's reduction."""
 
@@ -7,7 +7,7 @@ import numpy as np
 
 from autograder.judge import checker
 from autograder.judge.checker import Shape
-from autograder.run import by_shape
+from autograder.run import composed
 from autograder.run.by_shape import Bands, Plan
 
 SHAPE = Shape(17, 19, 40)
@@ -35,7 +35,7 @@ def reduction(layers_added):
 
 
 def check(plan, layers_added):
-    launch = by_shape.compose(
+    launch = composed.compose(
         lambda M, N, K: plan,
         {"128x128": gemm},
         reduction(layers_added),

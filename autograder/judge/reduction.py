@@ -1,6 +1,6 @@
 """What step 09's reduction made of its layers, where C is wrong.
 
-The GEMM around a reduction (autograder.run.by_shape.compose) runs step 08's kernel in
+The GEMM around a reduction (autograder.run.composed.compose) runs step 08's kernel in
 layers of K, each into its own partial sums, then the learner's reduction adds them
 into C; its launch keeps the last launch's layers (launch.splits()). Step 08's layers
 are the course's own and right, so a C that is not alpha times their sum plus beta C
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 
 def explain(splits, xp, got, C0, alpha, beta, tolerance) -> str:
-    """What the reduction made of the layers of `splits` (by_shape.Split, the last
+    """What the reduction made of the layers of `splits` (composed.Split, the last
     launch's), where C (`got`) is wrong; '' when C is their sum, or nothing was split.
     tolerance: one per element of C, or one for all."""
     for done in splits:

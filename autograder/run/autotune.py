@@ -50,7 +50,7 @@ from pathlib import Path
 from statistics import geometric_mean
 
 from ..ladder import hardware, registry
-from . import by_shape, shape_timer
+from . import by_shape, composed, shape_timer
 from .by_shape import Bands, Plan
 
 ENV = "SGEMM_AUTOTUNE"  # "0" (or off, false, no): no tuning, no cache
@@ -437,12 +437,12 @@ def chooser(
 
 
 def gpu_timer(gemms: Mapping[str, Callable], reduce: Callable) -> TimePlan:
-    """time_plan on this GPU: the course's GEMM (by_shape.compose) with the plan forced,
+    """time_plan on this GPU: the course's GEMM (composed.compose) with the plan forced,
     timed by shape_timer."""
     import cupy
 
     forced: dict[str, Plan] = {}
-    launch = by_shape.compose(
+    launch = composed.compose(
         lambda M, N, K: forced["plan"], gemms, reduce, lambda n: cupy.empty(n, dtype=cupy.float32)
     )
 

@@ -22,6 +22,7 @@ from . import (
     autotune,
     by_shape,
     compiler,
+    composed,
     contract,
     device_clock,
     device_only,
@@ -149,11 +150,11 @@ def gpu_launcher(
     import cupy
 
     info = gpu.device_info()
-    gemms = {name: _gpu_kernel(s) for name, s in by_shape.gemm_specs(arch=info.arch).items()}
+    gemms = {name: _gpu_kernel(s) for name, s in composed.gemm_specs(arch=info.arch).items()}
     reduce = _gpu_kernel(spec)
     if choose is None:
         choose = _dispatcher(info, gemms, tune, table)
-    launch = by_shape.compose(
+    launch = composed.compose(
         choose,
         gemms,
         reduce,
@@ -420,7 +421,7 @@ class CpuBackend(Backend):
         # A reduction runs inside step 08's kernel at every tile shape the dispatcher
         # may choose (in_turn's), built here with the rest.
         reduces = any(s.contract == "reduce" for s in specs)
-        gemms = by_shape.gemm_specs(by_shape.CHOICES) if reduces else {}
+        gemms = composed.gemm_specs(by_shape.CHOICES) if reduces else {}
         try:  # all built before the process confines itself, once
             launches = cpu.launchers([*specs, *gemms.values()], self.scratch)
         except (cpu.UnsupportedOnCpu, cpu.NoCompiler, isolation.IsolationUnavailable) as e:
@@ -446,7 +447,7 @@ class CpuBackend(Backend):
             buffer = np.full(n + 2 * WORKSPACE_PAD, np.nan, dtype=np.float32)
             return buffer[WORKSPACE_PAD : WORKSPACE_PAD + n]
 
-        return by_shape.compose(by_shape.in_turn(), gemms, reduce, workspace, split_every_case)
+        return composed.compose(by_shape.in_turn(), gemms, reduce, workspace, split_every_case)
 
 
 def resolve(requested: str = "auto") -> str:

@@ -55,7 +55,7 @@ class KernelSpec:
     # step 09's split-K reduction: what runs, is checked and is timed is the
     # GEMM that autograder.run.by_shape builds around it.
     contract: str = "gemm"
-    # For a "reduce" kernel: split K on every shape (by_shape.graded_splits), so
+    # For a "reduce" kernel: split K on every shape (composed.graded_splits), so
     # that the reduction runs in every case; False: as the dispatcher chooses,
     # as `bench` runs it.
     split_every_case: bool = False

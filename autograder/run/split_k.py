@@ -4,7 +4,7 @@ A block of step 12 covers 256 x 128 of C, one of step 13 128 x 128: a 1001 x 777
 or 56 blocks to an H100's 132 SMs, and most of the tensor cores idle however long K is. As
 step 09 does for step 08's kernel, the GEMM then runs the kernel on a grid S layers deep
 (each layer multiplies 1/S of K into a partial product of its own) and adds the layers up
-with step 09's reduction (by_shape.compose). The layers cost S matrices of M x N written and
+with step 09's reduction (composed.compose). The layers cost S matrices of M x N written and
 read back, and a block's start and end: so as many layers as make the blocks one wave at
 most, each at least MIN_SLICES slices of K deep. And it runs them where the Tensor Memory
 Accelerator can copy A and B (`described`).
@@ -31,7 +31,8 @@ from collections.abc import Callable
 from typing import NamedTuple
 
 from ..ladder import registry
-from .by_shape import Plan, compose
+from .by_shape import Plan
+from .composed import compose
 
 # Slices of K (registry.WGMMA_BK each) a layer keeps at least. Layers as short as 2
 # slices still won where they filled the SMs: 8 layers of 512^3 ran step 13 2.5 times as
