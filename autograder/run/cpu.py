@@ -73,7 +73,6 @@ UNSUPPORTED = (
     (r"__shfl\w*", "warp shuffles"),
     (r"\batomic[A-Z]\w*", "atomic operations"),
     (r"__ballot\w*|__any_sync|__all_sync|__activemask|__match_\w+|__reduce_\w+_sync", "warp votes"),
-    (r"__syncwarp", "warp-level synchronisation (__syncwarp)"),
     (r"__syncthreads_(?:count|and|or)", "barrier reductions"),
     (r"\basm\b", "inline PTX assembly"),
     (r"\bwmma::|\bnvcuda::|\bmma_sync\b", "tensor-core instructions (WMMA/mma)"),

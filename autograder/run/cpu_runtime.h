@@ -196,8 +196,9 @@ struct Thread {
   uint3 idx;
   unsigned linear = 0;  // its index in the block
   bool done = false;
-  // The barrier it waits at: 0, the block's (__syncthreads), or a named one of
-  // `waits_for` threads (__barrier_sync_count, which step 08's groups pass).
+  // The barrier it waits at: 0, the block's (__syncthreads), a named one of
+  // `waits_for` threads (__barrier_sync_count, which step 08's groups pass),
+  // or its warp's (WARP_BARRIER, __syncwarp).
   // Volatile: the thread writes them on its own stack and the scheduler reads
   // them on its, a switch the compiler cannot see (g++ -O2 read the 0 the
   // scheduler had stored before the switch).
@@ -945,27 +946,50 @@ inline void barrier() {
 }
 
 // ... or barrier `id` of `count` threads (PTX's bar.sync id, count), which the
-// threads of a part of the block pass without the rest (run_blocks).
+// threads of a part of the block pass without the rest (run_blocks) ...
 inline void named_barrier(unsigned id, unsigned count) {
   Thread* t = self();
   t->barrier_id = id, t->waits_for = count;
   switch_to(t->context, t->worker->scheduler);
 }
 
+// ... or its warp's (__syncwarp, whose mask is taken to be the whole warp): the
+// warp's threads that have not exited go on once all of them wait there.
+constexpr unsigned WARP_BARRIER = ~0u;
+inline void warp_barrier() {
+  Thread* t = self();
+  t->barrier_id = WARP_BARRIER;
+  switch_to(t->context, t->worker->scheduler);
+}
+
 // Which threads go on in the next round. Where no thread waits at a named
-// barrier, all of them, as every round did before there were any. Else those
-// at named barrier i once `waits_for` threads wait there, and those at the
-// block's barrier only once nobody waits at a named one: it holds every
-// thread of the block, as on a GPU.
+// barrier or its warp's, all of them, as every round did before there were
+// any. Else those at named barrier i once `waits_for` threads wait there,
+// those at a warp's once every live thread of the warp does, and those at the
+// block's barrier only once nobody waits at another: it holds every thread of
+// the block, as on a GPU.
 inline void released(const std::vector<Thread>& threads, std::vector<bool>& go) {
-  constexpr unsigned IDS = 16;  // a block has 16 barriers
-  unsigned waiting[IDS] = {};
-  for (const Thread& t : threads)
-    if (!t.done && t.barrier_id) ++waiting[t.barrier_id % IDS];
-  const bool named = std::any_of(waiting + 1, waiting + IDS, [](unsigned n) { return n; });
+  constexpr unsigned IDS = 16, WARPS = 32;  // a block has 16 barriers, 1024 threads
+  unsigned waiting[IDS] = {}, live[WARPS] = {}, at_warp[WARPS] = {};
+  for (const Thread& t : threads) {
+    if (t.done) continue;
+    ++live[t.linear / 32 % WARPS];
+    if (t.barrier_id == WARP_BARRIER) {
+      ++at_warp[t.linear / 32 % WARPS];
+    } else if (t.barrier_id) {
+      ++waiting[t.barrier_id % IDS];
+    }
+  }
+  const auto some = [](const unsigned* n, const unsigned* end) {
+    return std::any_of(n, end, [](unsigned k) { return k; });
+  };
+  const bool held = some(waiting + 1, waiting + IDS) || some(at_warp, at_warp + WARPS);
   for (size_t i = 0; i < threads.size(); ++i) {
     const Thread& t = threads[i];
-    go[i] = !t.done && (t.barrier_id ? waiting[t.barrier_id % IDS] >= t.waits_for : !named);
+    const unsigned warp = t.linear / 32 % WARPS;
+    go[i] = !t.done && (t.barrier_id == WARP_BARRIER ? at_warp[warp] == live[warp]
+                        : t.barrier_id                ? waiting[t.barrier_id % IDS] >= t.waits_for
+                                                      : !held);
   }
 }
 
@@ -1085,12 +1109,16 @@ inline void run_blocks(unsigned id, unsigned workers, bool reverse) {
         if (go[i]) switch_to(w.scheduler, t.context), ran = true;
         waiting |= !t.done;
       }
-      if (waiting && !ran) {  // named barriers that too few threads reach
+      if (waiting && !ran) {  // named or warp barriers that too few threads reach
         const Thread& t = *std::find_if(threads.begin(), threads.end(),
                                         [](const Thread& t) { return !t.done && t.barrier_id; });
-        stop(w, who(&t) + " waits at barrier " + std::to_string(t.barrier_id) + " for " +
-                    std::to_string(t.waits_for) + " threads, which fewer reach: on a GPU the " +
-                    "kernel hangs");
+        stop(w, who(&t) +
+                    (t.barrier_id == WARP_BARRIER
+                         ? " waits at __syncwarp() for threads of its warp that wait at another "
+                           "barrier: on a GPU the kernel hangs"
+                         : " waits at barrier " + std::to_string(t.barrier_id) + " for " +
+                               std::to_string(t.waits_for) +
+                               " threads, which fewer reach: on a GPU the kernel hangs"));
       }
     }
 #ifdef CPU_DIAGNOSE
@@ -1203,6 +1231,7 @@ inline int launch(dim3 grid_, dim3 block_, bool reverse, unsigned workers,
 #define gridDim (__cpu::grid)
 #define __syncthreads() __cpu::barrier()
 #define __barrier_sync_count(id, count) __cpu::named_barrier(id, count)
+#define __syncwarp(...) __cpu::warp_barrier()
 #define __ldg(p)                                                                            \
   __cpu::__ldg_impl(__cpu::cast<__cpu::ptr<const std::remove_cv_t<std::remove_reference_t<decltype(*(p))>>>>(p))
 // NVRTC accepts assert() without an include; here a failed one stops the
