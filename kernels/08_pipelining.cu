@@ -86,6 +86,11 @@
 // where the best tiles without groups ran at 89% and 85%; 64 x 128 tiles in
 // 2 groups ran 1001x777x513 at 88% instead of 82% (H200, 2026-11-30, GPU
 // time).
+// STAGE is step 09's too: where C's rows are not aligned for float4s, each
+// warp writes C through shared memory, its 32 threads storing neighbouring
+// floats of a row (see the epilogue). Step 09 ran 2000x3001x100 at 91% of
+// cuBLAS with it and 79% without, 1001x777x513 at 93% and 87% (H200,
+// 2026-11-30, GPU time). In 256 x 128 tiles it made ptxas spill on sm_75.
 // What each is worth in the final kernel: `python -m autograder bench
 // --ablation` (book/data/ablation_*).
 
@@ -211,7 +216,8 @@ __host__ __device__ constexpr int blocks_per_sm(int BM, int BN, int BK, int WM,
 
 // [docs:kernel]
 template <int BM, int BN, int BK, int WM, int WN, int WNITER, int TM, int TN,
-          int SLIDE = 0, int RAGGED = 0, int SPREAD = 0, int GROUPS = 1>
+          int SLIDE = 0, int RAGGED = 0, int SPREAD = 0, int GROUPS = 1,
+          int STAGE = 0>
 __global__ void __launch_bounds__(GROUPS * block_threads(BM, BN, WM, WN),
                                   blocks_per_sm(BM, BN, BK, WM, WN, WNITER, TN,
                                                 GROUPS))
@@ -497,22 +503,22 @@ sgemm_pipelining(int M, int N, int K, float alpha, const float* A,
     const int first = max(0, min(K - layer0, kPerLayer));  // group 0's run
     auto passes = [&](int run) { return max(1, (run + BK - 1) / BK); };
     for (int n = passes(layerK); n < passes(first); ++n) sync();
-    // Accumulator i of group g's thread: sums[((g - 1) * ACC + i) * ...].
+    // Where group g > 0 keeps this thread's accumulator i.
     float* sums = &Bs[0][0][0] + tid();
+    auto sum = [&](int g, int i) -> float& {
+      return sums[((g - 1) * ACC + i) * NUM_THREADS];
+    };
     __syncthreads();  // every group done with its buffers
     if (group() > 0) {
-      float* mine = sums + (group() - 1) * ACC * NUM_THREADS;
 #pragma unroll
-      for (int i = 0; i < ACC; ++i)
-        mine[i * NUM_THREADS] = acc[i / COLS][i % COLS];
+      for (int i = 0; i < ACC; ++i) sum(group(), i) = acc[i / COLS][i % COLS];
     }
     __syncthreads();
     if (group() > 0) return;
 #pragma unroll
     for (int g = 1; g < GROUPS; ++g) {
 #pragma unroll
-      for (int i = 0; i < ACC; ++i)
-        acc[i / COLS][i % COLS] += sums[((g - 1) * ACC + i) * NUM_THREADS];
+      for (int i = 0; i < ACC; ++i) acc[i / COLS][i % COLS] += sum(g, i);
     }
   }
   // [docs:groups-end]
@@ -526,6 +532,51 @@ sgemm_pipelining(int M, int N, int K, float alpha, const float* A,
   // The block's own rows and columns: a tile slid back writes none before them.
   const int ownRow = blockIdx.y * BM;
   const int ownCol = blockIdx.x * BN;
+  // [docs:stage]
+  if (STAGE && !vecC) {
+    // Rows of C that are not 16-byte aligned take no float4s, and a thread's
+    // four floats in four single stores would leave each 32-byte piece of C
+    // a quarter written by every store, four times the writes (unstaged,
+    // 2000x3001x100 ran at 79% of cuBLAS, 2000x3000x100 at 102%). So the
+    // warp puts each chunk of its rows (a row of each threadRow, 32 x TN
+    // floats) through shared memory, in the buffer of A that the last slice
+    // did not use (no warp reads it since the barrier before that slice), and
+    // writes it out with its 32 threads side by side: each store then writes
+    // 32 neighbouring floats of a row (step 02's coalescing).
+    static_assert(NUM_THREADS * TN <= BK * BM, "every warp's chunk fits in a buffer of A");
+    static_assert(32 % WSUBN == 0, "a thread writes the same column of every row");
+    float* chunk = &As[2 * group() + (buf ^ 1)][0][0] + warp * 32 * TN;
+    // The thread's column of the chunk, and its first row.
+    const int col0 = blockCol + warpCol * WN + lane % WSUBN;
+    const int row0 = blockRow + warpRow * WM + lane / WSUBN * TM;
+#pragma unroll
+    for (int wm = 0; wm < WMITER; ++wm) {
+#pragma unroll
+      for (int m = 0; m < TM; ++m) {
+#pragma unroll
+        for (int wn = 0; wn < WNITER; ++wn) {
+          __syncwarp();  // the warp's previous chunk is out
+#pragma unroll
+          for (int n = 0; n < TN; n += 4) {
+            const float* a = &acc[wm * TM + m][wn * TN + n];
+            *reinterpret_cast<float4*>(&chunk[threadRow * WSUBN + threadCol * TN + n]) =
+                make_float4(a[0], a[1], a[2], a[3]);
+          }
+          __syncwarp();
+#pragma unroll
+          for (int i = 0; i < 32 * TN; i += 32) {
+            const int row = row0 + wm * WSUBM + i / WSUBN * TM + m;
+            const int col = col0 + wn * WSUBN;
+            if (row >= M || col >= N || (SLIDE && (row < ownRow || col < ownCol))) continue;
+            float* p = C + row * N + col;
+            *p = alpha * chunk[i + lane] + (beta != 0.0f ? beta * *p : 0.0f);
+          }
+        }
+      }
+    }
+    return;
+  }
+  // [docs:stage-end]
 #pragma unroll
   for (int wm = 0; wm < WMITER; ++wm) {
 #pragma unroll

@@ -104,6 +104,15 @@ GROUP_BARRIER_OF_TOO_MANY = substituted(
     GROUPED, [(GROUP_BARRIER, "__barrier_sync_count(1 + group(), 2 * NUM_THREADS);")]
 )
 
+# Step 09's staged epilogue (kernels/08's STAGE), where C's rows are not aligned for
+# float4s: each warp stores a chunk of C into shared memory and its threads write out
+# one another's floats. Without the warp's barrier between, they read them before the
+# other threads stored them.
+STAGED = composed.gemm_specs(("32x64w4",))["32x64w4"]
+WARP_BARRIER_BEFORE_WRITES = "          __syncwarp();\n#pragma unroll\n          for (int i = 0;"
+STAGE_WITHOUT_SYNCWARP = substituted(
+    STAGED, [(WARP_BARRIER_BEFORE_WRITES, "#pragma unroll\n          for (int i = 0;")]
+)
 
 # The A tile's load in step 05 checks K but not M: rows past the end of A are
 # read (into the checker's NaN padding) and then never used for C.

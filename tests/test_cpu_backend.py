@@ -18,6 +18,8 @@ from planted import (
     HANDOVER_WITHOUT_BARRIER,
     PLANTED,
     RACES,
+    STAGE_WITHOUT_SYNCWARP,
+    STAGED,
     planted,
 )
 
@@ -94,6 +96,18 @@ def test_groups_of_warps_pass_barriers_of_their_own_and_fail_without_them():
     for _ in range(2):
         report = check(GROUPS_WITHOUT_BARRIERS, shapes=SMALL)
         assert not report.ok, str(report)
+
+
+def test_a_staged_epilogue_passes_its_warps_barrier_and_fails_without_it():
+    """Step 09's epilogue where C's rows are not aligned (most of the small shapes): a
+    warp's threads write out floats the others stored in shared memory, after
+    __syncwarp(). Without it they read them first, on every run."""
+    assert any(s.N % 4 for s in SMALL)
+    assert check(STAGED, shapes=SMALL).ok
+    for _ in range(2):
+        report = check(STAGE_WITHOUT_SYNCWARP, shapes=SMALL)
+        assert not report.ok, str(report)
+        assert all(c.shape.N % 4 for c in report.failures), str(report)
 
 
 def test_a_named_barrier_that_too_few_threads_reach_is_said_to_hang_on_a_gpu():

@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
 from ..ladder import registry
-from .by_shape import GROUPS, RAGGED, SLID, SPREAD, TILES, Bands, Plan
+from .by_shape import GROUPS, RAGGED, SLID, SPREAD, STAGED, TILES, Bands, Plan
 from .kernel import KernelSpec
 
 
@@ -29,8 +29,9 @@ def gemm_specs(
     """Step 08's course kernel at each of these tile shapes, built for `arch` (None: for
     any), with its defaulted template arguments: SLIDE = 1 for those of SLID, SLIDE and
     SPREAD = 1 for those of SPREAD where arch is the one named there or later, GROUPS for
-    those of GROUPS (blocks of that many times the threads); and for those of RAGGED, a
-    twin with RAGGED = 1 too, keyed as gemm_key names it."""
+    those of GROUPS (blocks of that many times the threads), STAGE = 1 for those of
+    STAGED; and for those of RAGGED, a twin with RAGGED = 1 too, keyed as gemm_key names
+    it."""
     step = registry.step("08")
     specs = {}
     for name in tiles:
@@ -44,8 +45,8 @@ def gemm_specs(
             and registry.arch_number(arch) >= registry.arch_number(SPREAD[name])
         )
         for ragged in (0, 1) if name in RAGGED else (0,):
-            flags = [int(name in SLID or spread), ragged, int(spread), groups]
-            while flags and flags[-1] == (0, 0, 0, 1)[len(flags) - 1]:  # defaults left out
+            flags = [int(name in SLID or spread), ragged, int(spread), groups, int(name in STAGED)]
+            while flags and flags[-1] == (0, 0, 0, 1, 0)[len(flags) - 1]:  # defaults left out
                 flags.pop()
             key = _twin(name) if ragged else name
             specs[key] = replace(spec, name_expression=tiled.instantiation(*flags), geometry=block)
