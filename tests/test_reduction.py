@@ -72,3 +72,26 @@ def test_a_band_of_c_computed_on_its_own_is_named_with_its_rows():
         "K was split in 2 layers (partial[0] ... partial[1]) and C holds layer 1 alone: "
         "add every layer"
     ), result.message
+
+
+def test_a_reduction_writing_nan_is_told_where_and_the_judge_does_not_break():
+    """A sum never given a value reads as NaN (the CPU backend fills such floats with
+    NaN). NaN is within no tolerance and beyond none, so the element to name must be
+    found as 'not within': looking for one 'beyond' found none and broke the grader
+    (IndexError) instead of telling the learner."""
+
+    def reduce(M, N, splits, alpha, partial, beta, C):
+        C[:] = np.nan
+
+    launch = composed.compose(
+        lambda M, N, K: Plan("128x128", 2),
+        {"128x128": gemm},
+        reduce,
+        lambda n: np.empty(n, dtype=np.float32),
+    )
+    result = checker.run_case(np, launch, SHAPE, checker.BETA, np.random.default_rng(1))
+    assert result.message.startswith(
+        "K was split in 2 layers (partial[0] ... partial[1]) and C is not alpha times their "
+        "sum plus beta C: at (0, 0) the layers are "
+    ), result.message
+    assert "and C there is nan" in result.message, result.message

@@ -58,9 +58,9 @@ def _explain_split(xp, got, C0, alpha, beta, tolerance, done) -> str:
                 f"{said} and C holds {S} times layer {s}: every pass of the loop reads "
                 "the same layer, where layer s starts at partial[s * M * N]"
             )
-    i, j = (
-        int(v) for v in xp.argwhere(xp.abs(got - alpha * layers.sum(axis=0) - old) > tolerance)[0]
-    )
+    # Not within the tolerance, NaN included (a NaN compares false with everything).
+    wrong = ~(xp.abs(got - alpha * layers.sum(axis=0) - old) <= tolerance)
+    i, j = (int(v) for v in xp.argwhere(wrong)[0])
     return (
         f"{said} and C is not alpha times their sum plus beta C: at ({i}, {j}) the "
         f"layers are {', '.join(f'{float(v):.6g}' for v in layers[:, i, j][:4])}"
