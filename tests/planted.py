@@ -108,7 +108,7 @@ GROUP_BARRIER_OF_TOO_MANY = substituted(
 # float4s: each warp stores a chunk of C into shared memory and its threads write out
 # one another's floats. Without the warp's barrier between, they read them before the
 # other threads stored them.
-STAGED = composed.gemm_specs(("32x64w4",))["32x64w4"]
+STAGED = composed.gemm_specs(("32x64w4",))["32x64w4 staged"]
 WARP_BARRIER_BEFORE_WRITES = "          __syncwarp();\n#pragma unroll\n          for (int i = 0;"
 STAGE_WITHOUT_SYNCWARP = substituted(
     STAGED, [(WARP_BARRIER_BEFORE_WRITES, "#pragma unroll\n          for (int i = 0;")]

@@ -25,12 +25,12 @@ SWEEP = [bench.parse_size(s) for s in bench.sweep_sizes()]
 @pytest.mark.parametrize("tiles", by_shape.TILES)
 @pytest.mark.slow
 def test_every_tile_shape_is_one_step_08_accepts_and_compiles_without_spilling(tiles, arch):
-    """As built for that architecture (SLIDE and SPREAD), with its RAGGED twin where it
-    has one."""
+    """As built for that architecture (SLIDE and SPREAD), with its RAGGED and STAGE twins
+    where it has them."""
     step = registry.step("08").with_params(**by_shape.TILES[tiles])
     assert step.tuning.rules(step.params) == []
     specs = composed.gemm_specs((tiles,), arch)
-    assert set(specs) == {tiles, composed.gemm_key(tiles, 1)}
+    assert set(specs) == {composed.gemm_key(tiles, N, K) for N in (16, 17) for K in (16, 17)}
     for spec in specs.values():
         compiled = compiler.compile_for_arch(
             spec.source, [spec.name_expression], arch, spec.filename
@@ -70,7 +70,7 @@ def test_a_ragged_twin_is_right_where_k_ends_inside_a_slice(tiles):
     which end inside a slice (on a GPU, compose runs it in layers too:
     test_on_a_gpu_every_tile_shape_is_right_on_the_whole_suite)."""
     assert any(s.K % by_shape.TILES[tiles]["BK"] for s in SMALL)
-    spec = composed.gemm_specs((tiles,))[composed.gemm_key(tiles, 1)]
+    spec = composed.gemm_specs((tiles,))[composed.gemm_key(tiles, 16, 1)]
     assert template_arguments(spec.source, spec.name_expression)["RAGGED"] == 1
     report = judge.check(spec, backend="cpu", shapes=SMALL)
     assert report.ok and {c.shape for c in report.cases} == set(SMALL), str(report)
@@ -316,17 +316,15 @@ def test_a_tile_slid_back_inside_c_writes_only_its_own_part(tiles):
     """A block whose tile slides back inside C (SLIDE) computes a strip its neighbour
     owns: where it wrote that strip too, beta C would be added twice there. The last
     shapes have a tile and part of another in both directions, with C's rows aligned
-    for float4s and not (the epilogue's two ways of writing). Built as for an H100,
-    where the tiles of SPREAD slide too."""
-    spec = composed.gemm_specs((tiles,), "sm_90")[tiles]
-    assert template_arguments(spec.source, spec.name_expression)["SLIDE"] == 1
+    for float4s and not (then in the STAGE twin of the tiles that have one). Built as
+    for an H100, where the tiles of SPREAD slide too."""
     p = by_shape.TILES[tiles]
-    slides = {
-        Shape(p["BM"] + 44, p["BN"] + extra, 40, "a tile and part of another each way")
-        for extra in (72, 73)
-    }
-    report = judge.check(spec, backend="cpu", shapes=(*SMALL, *slides))
-    assert report.ok and {c.shape for c in report.cases} == {*SMALL, *slides}, str(report)
+    for N in (p["BN"] + 72, p["BN"] + 73):
+        spec = composed.gemm_specs((tiles,), "sm_90")[composed.gemm_key(tiles, N, 16)]
+        assert template_arguments(spec.source, spec.name_expression)["SLIDE"] == 1
+        slides = Shape(p["BM"] + 44, N, 40, "a tile and part of another each way")
+        report = judge.check(spec, backend="cpu", shapes=(*SMALL, slides))
+        assert report.ok and {c.shape for c in report.cases} == {*SMALL, slides}, str(report)
 
 
 @pytest.mark.slow

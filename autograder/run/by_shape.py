@@ -109,15 +109,16 @@ TILES: dict[str, dict[str, int]] = {
 OWN = "08"
 TILES[OWN] = dict(registry.step("08").params)
 CHOICES = tuple(name for name in TILES if name != OWN)
-# The tile shapes whose epilogue, where C's rows are not aligned for float4s, writes C
-# through shared memory, a warp's 32 threads storing neighbouring floats of a row
-# (kernels/08's STAGE = 1), in % of cuBLAS: 2000x3001x100 91 instead of 79,
-# 1001x777x513 93 instead of 87, 3001x5003x64 88 instead of 84 (H200, 2026-11-30, GPU
-# time, first-use tuning). Those whose threads hold 32 accumulators or fewer: with 64
-# (8 x 8 floats a thread, at the cap of 128 registers) the kernel spilled on sm_75,
-# sm_80 or sm_86. And not the 32 x 32 tiles, run at products too small to fill the
-# GPU, where the time is the walk along K rather than C's writes: at 333x777x129 they
-# ran at 87.5% staged and 88.7% not.
+# The tile shapes with a twin whose epilogue writes C through shared memory, a warp's
+# 32 threads storing neighbouring floats of a row (kernels/08's STAGE = 1), run where
+# C's rows are not aligned for float4s (gemm_key), in % of cuBLAS: 2000x3001x100 91
+# instead of 79, 1001x777x513 93 instead of 87, 3001x5003x64 88 instead of 84 (H200,
+# 2026-11-30, GPU time, first-use tuning). Where C is aligned, the staged kernel lost
+# up to 4 points all the same (512^3 106 to 107 instead of 110). Those whose threads
+# hold 32 accumulators or fewer: with 64 (8 x 8 floats a thread, at the cap of 128
+# registers) the kernel spilled on sm_75, sm_80 or sm_86. And not the 32 x 32 tiles,
+# run at products too small to fill the GPU, where the time is the walk along K rather
+# than C's writes: at 333x777x129 they ran at 87.5% staged and 88.7% not.
 STAGED = frozenset(
     name
     for name, p in TILES.items()

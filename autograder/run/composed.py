@@ -4,6 +4,7 @@ that runs a shape's plan, its layers of K added up by the reduction (compose).""
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
@@ -12,15 +13,16 @@ from .by_shape import GROUPS, RAGGED, SLID, SPREAD, STAGED, TILES, Bands, Plan
 from .kernel import KernelSpec
 
 
-def gemm_key(tiles: str, K: int) -> str:
-    """The key of gemm_specs that runs a plan's tiles for this K: their RAGGED twin where
-    K ends inside a slice and they have one, else the tiles' own name."""
+def gemm_key(tiles: str, N: int, K: int) -> str:
+    """The key of gemm_specs that runs a plan's tiles for this N and K: the tiles' own
+    name, with " ragged" where K ends inside a slice and they have a RAGGED twin, and
+    " staged" where C's rows are not aligned for float4s and they have a STAGE twin."""
     ragged = tiles in RAGGED and K % TILES[tiles]["BK"]
-    return _twin(tiles) if ragged else tiles
+    return _twin(tiles, ragged, tiles in STAGED and N % 4)
 
 
-def _twin(tiles: str) -> str:
-    return f"{tiles} ragged"
+def _twin(tiles: str, ragged: int, staged: int) -> str:
+    return tiles + " ragged" * bool(ragged) + " staged" * bool(staged)
 
 
 def gemm_specs(
@@ -29,9 +31,11 @@ def gemm_specs(
     """Step 08's course kernel at each of these tile shapes, built for `arch` (None: for
     any), with its defaulted template arguments: SLIDE = 1 for those of SLID, SLIDE and
     SPREAD = 1 for those of SPREAD where arch is the one named there or later, GROUPS for
-    those of GROUPS (blocks of that many times the threads), STAGE = 1 for those of
-    STAGED; and for those of RAGGED, a twin with RAGGED = 1 too, keyed as gemm_key names
-    it."""
+    those of GROUPS (blocks of that many times the threads); and twins, keyed as gemm_key
+    names them: for those of RAGGED, with RAGGED = 1, and for those of STAGED, with STAGE
+    = 1 (of each, and of the RAGGED twin). Where it is not needed, a twin's check
+    changes what ptxas makes of the other loops, for the worse: each runs only where
+    its shapes need it."""
     step = registry.step("08")
     specs = {}
     for name in tiles:
@@ -44,12 +48,16 @@ def gemm_specs(
             and arch is not None
             and registry.arch_number(arch) >= registry.arch_number(SPREAD[name])
         )
-        for ragged in (0, 1) if name in RAGGED else (0,):
-            flags = [int(name in SLID or spread), ragged, int(spread), groups, int(name in STAGED)]
+        for ragged, staged in itertools.product(
+            (0, 1) if name in RAGGED else (0,), (0, 1) if name in STAGED else (0,)
+        ):
+            flags = [int(name in SLID or spread), ragged, int(spread), groups, staged]
             while flags and flags[-1] == (0, 0, 0, 1, 0)[len(flags) - 1]:  # defaults left out
                 flags.pop()
-            key = _twin(name) if ragged else name
-            specs[key] = replace(spec, name_expression=tiled.instantiation(*flags), geometry=block)
+            expression = tiled.instantiation(*flags)
+            specs[_twin(name, ragged, staged)] = replace(
+                spec, name_expression=expression, geometry=block
+            )
     return specs
 
 
@@ -97,7 +105,7 @@ def compose(
                 product(band, row0 + first, end - first, N, K, alpha, A_rows, B, beta, C_rows)
             return
         splits = max(plan.splits, graded_splits(M, N, K) if split_every_case else 1)
-        gemm = gemms[gemm_key(plan.tiles, K)]
+        gemm = gemms[gemm_key(plan.tiles, N, K)]
         if splits == 1:
             gemm(M, N, K, alpha, A, B, beta, C)
             return
