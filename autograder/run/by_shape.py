@@ -112,7 +112,7 @@ CHOICES = tuple(name for name in TILES if name != OWN)
 # The tile shapes with a twin whose epilogue writes C through shared memory, a warp's
 # 32 threads storing neighbouring floats of a row (kernels/08's STAGE = 1), run where
 # C's rows are not aligned for float4s (gemm_key), in % of cuBLAS: 2000x3001x100 91
-# instead of 79, 1001x777x513 93 instead of 87, 3001x5003x64 88 instead of 84 (H200,
+# instead of 79, 1001x777x513 93 instead of 87, 3001x5003x64 90 instead of 84 (H200,
 # 2026-11-30, GPU time, first-use tuning). Where C is aligned, the staged kernel lost
 # up to 4 points all the same (512^3 106 to 107 instead of 110). Those whose threads
 # hold 32 accumulators or fewer: with 64 (8 x 8 floats a thread, at the cap of 128
