@@ -16,7 +16,8 @@ from .kernel import KernelSpec
 def gemm_key(tiles: str, N: int, K: int) -> str:
     """The key of gemm_specs that runs a plan's tiles for this N and K: the tiles' own
     name, with " ragged" where K ends inside a slice and they have a RAGGED twin, and
-    " staged" where C's rows are not aligned for float4s and they have a STAGE twin."""
+    " staged" where N is not a multiple of 4 (C's rows are not aligned for float4s) and
+    they have a STAGE twin."""
     ragged = tiles in RAGGED and K % TILES[tiles]["BK"]
     return _twin(tiles, ragged, tiles in STAGED and N % 4)
 
