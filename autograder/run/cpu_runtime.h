@@ -956,11 +956,7 @@ inline void named_barrier(unsigned id, unsigned count) {
 // ... or its warp's (__syncwarp, whose mask is taken to be the whole warp): the
 // warp's threads that have not exited go on once all of them wait there.
 constexpr unsigned WARP_BARRIER = ~0u;
-inline void warp_barrier() {
-  Thread* t = self();
-  t->barrier_id = WARP_BARRIER;
-  switch_to(t->context, t->worker->scheduler);
-}
+inline void warp_barrier() { named_barrier(WARP_BARRIER, 0); }
 
 // Which threads go on in the next round. Where no thread waits at a named
 // barrier or its warp's, all of them, as every round did before there were
