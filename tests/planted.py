@@ -75,6 +75,11 @@ PLANTED = {
         planted("09", "if (row >= M || col >= N) return;", "if (row >= M) return;"),
         "past the end of C",
     ),
+    # On a GPU its register may well hold 0: the CPU backend's run shows it every time.
+    "reduction's sum never given a value": (
+        planted("09", "float sum = 0.0f;", "float sum;"),
+        "a thread's own float that was never given a value",
+    ),
 }
 RACES = {
     "missing first __syncthreads": planted(

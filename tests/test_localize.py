@@ -16,7 +16,7 @@ import pytest
 from planted import planted, planted_all
 
 from autograder import KernelSpec, judge
-from autograder.judge import aligned, checker, edits, localize, mutant_schema, suspects
+from autograder.judge import aligned, checker, edits, localize, mutant_schema, suspects, trials
 from autograder.judge.causes import by_cause
 from autograder.judge.checker import SMALL, Shape
 from autograder.ladder import registry
@@ -46,6 +46,35 @@ MISTAKES = {
         ("Bs[k][threadCol * TN + n]", "Bs[k][threadCol + n]"), 60, "lacks a factor"
     ),
 }  # fmt: skip
+
+
+# (old, new) in kernels/09_by_shape.cu, step 09's reduction, and what the cause says. Its
+# repairs run the reduction alone, on layers drawn at random (judge.trials.Layers).
+REDUCTION_MISTAKES = {
+    "the loop over the layers starts at 1": (
+        ("for (int s = 0; s < splits; ++s)", "for (int s = 1; s < splits; ++s)"), "is off"
+    ),
+    "the bounds joined by && (threads past C's last column go on)": (
+        ("if (row >= M || col >= N)", "if (row >= M && col >= N)"), "is the wrong one"
+    ),
+    "an element of each layer one past its own": (
+        ("partial[s * layer + i]", "partial[s * layer + i + 1]"), "has a term too many"
+    ),
+    "alpha times the old C": (
+        ("? beta * C[i]", "? alpha * C[i]"), "uses alpha for beta"
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("backend", ["cpu", pytest.param("gpu", marks=pytest.mark.gpu)])
+@pytest.mark.parametrize("name", REDUCTION_MISTAKES)
+def test_a_one_line_mistake_in_the_reduction_gets_one_cause_that_names_its_line(name, backend):
+    (old, new), said = REDUCTION_MISTAKES[name]
+    spec = planted("09", old, new)
+    line = 1 + spec.source[: spec.source.index(new)].count("\n")
+    causes = by_cause(check(spec, backend).cases)
+    assert len(causes) == 1, [str(c) for c in causes]
+    assert causes[0].diagnosis.line == line and said in str(causes[0]), str(causes[0])
 
 
 @pytest.mark.parametrize("backend", ["cpu", pytest.param("gpu", marks=pytest.mark.gpu)])
@@ -267,7 +296,7 @@ def test_a_kernel_that_reaches_its_registers_through_pointers_is_not_taken_for_e
     spec = planted_all("05", *THROUGH_POINTERS)
     library = cpu.build(spec, "variants", source=cpu.preprocessed(spec))
     launch, configure = localize._loaded(spec, library)
-    case = localize._Case.draw(Shape(64, 64, 4093), 0.0, np.random.default_rng(0))
+    case = trials.Product.draw(Shape(64, 64, 4093), 0.0, np.random.default_rng(0))
     configure(-1, 0, localize._budget([case]), 0)
     assert not case.right(launch)
     rate = localize._rate(launch, configure, library, case)
@@ -289,7 +318,7 @@ def test_the_first_blocks_look_rejects_no_repair_that_the_whole_case_would_take(
     configure = ctypes.CDLL(str(library)).cpu_configure
     configure.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_long, ctypes.c_long]
     launch = cpu._launcher(spec, library)
-    case = localize._Case.draw(Shape(256, 384, 64), checker.BETA, np.random.default_rng(0))
+    case = trials.Product.draw(Shape(256, 384, 64), checker.BETA, np.random.default_rng(0))
     configure(-1, 0, 0, 1)
     assert case.right(launch, where_written=True) == first
     assert not case.right(launch)  # the other blocks never ran

@@ -513,9 +513,8 @@ CPU_CHECKED = "the CPU backend, every access and every thread's own array checke
 def _check_on_the_cpu(job: Job, report: Report) -> None:
     """EXACT_SIZE once more on the CPU backend, where it can run the kernel: an index
     past the end of a thread's own array, a race the GPU's order hid, a float read
-    before it had a value, are wrong there every time, and right on a GPU only by luck."""
-    if job.spec.contract != "gemm":
-        return
+    before it had a value, are wrong there every time, and right on a GPU only by luck.
+    A kernel the CPU backend cannot run (tensor cores) is refused there, and left so."""
     cpu_job = Job(job.spec, "cpu", (Check((EXACT_SIZE,)),), job.seed, diagnose=False)
     try:
         cases = run(cpu_job).report.cases
@@ -531,9 +530,10 @@ LOCALIZE_FAILING, LOCALIZE_PASSING = 4, 3
 
 
 def _localizable(job: Job) -> bool:
-    """Whether the CPU backend's diagnostic builds may run this kernel: a GEMM's, with a
-    C++ compiler here (on a GPU too: the evidence comes from the CPU)."""
-    return job.spec.contract == "gemm"
+    """Whether the CPU backend's diagnostic builds may run this kernel: a GEMM's or a
+    reduction's (autograder.judge.trials), with a C++ compiler here (on a GPU too: the
+    evidence comes from the CPU)."""
+    return job.spec.contract in ("gemm", "reduce")
 
 
 def _diagnose(job: Job, outcome: Outcome, scratch) -> None:

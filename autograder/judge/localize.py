@@ -36,19 +36,17 @@ import numpy as np
 from ..isolate import isolation
 from ..isolate.child import Child
 from ..ladder import registry
-from ..run import cpu, syntax
+from ..run import contract, cpu, syntax
 from ..run.compiler import CompileError
 from ..run.faults import KernelFault
 from ..run.kernel import KernelSpec
 from ..run.syntax import Source
-from . import aligned, edits, suspects, twins
+from . import aligned, edits, suspects, trials, twins
 from .advice import explain_fault
-from .checker import (
-    ALPHA, BETA, EXACT_SIZE, GUARD, RACED, SENTINEL, UNSET_LOCAL, UNWRITTEN_NAN, Shape, _pad_for,
-    _padded, elementwise_tolerance,
-)  # fmt: skip
+from .checker import BETA, EXACT_SIZE, RACED, UNSET_LOCAL, UNWRITTEN_NAN, Shape
 from .mutant_schema import flat, schema
 from .scopes import Kernel
+from .trials import Trial
 
 # Seconds of repairs tried, after the build: a learner waits for them, so the most
 # likely are tried first. Seconds of each search's CPU, not of the clock: a machine
@@ -240,73 +238,19 @@ def _last_line(edit: edits.Edit) -> int:
     return edit.line + edit.before.count("\n")
 
 
-@dataclass
-class _Case:
-    shape: Shape
-    beta: float
-    a: np.ndarray
-    b: np.ndarray
-    c0: np.ndarray  # the padded buffer C starts as
-    expected: np.ndarray
-    tolerance: np.ndarray
-    pad: int
-
-    @classmethod
-    def draw(cls, shape: Shape, beta: float, rng) -> _Case:
-        M, N, K = shape.M, shape.N, shape.K
-        A = rng.standard_normal((M, K), dtype=np.float32)
-        B = rng.standard_normal((K, N), dtype=np.float32)
-        C0 = rng.standard_normal((M, N), dtype=np.float32) if beta else np.full((M, N), SENTINEL)
-        pad = _pad_for(shape)
-        A64, B64 = A.astype(np.float64), B.astype(np.float64)
-        expected = ALPHA * (A64 @ B64) + (beta * C0.astype(np.float64) if beta else 0.0)
-        tolerance = elementwise_tolerance(np, A64, B64, ALPHA, 0.0, beta, C0)
-        return cls(
-            shape, beta, _padded(np, A, np.nan, pad), _padded(np, B, np.nan, pad),
-            _padded(np, C0.astype(np.float32), GUARD, pad), expected, tolerance, pad,
-        )  # fmt: skip
-
-    def run(self, launch) -> np.ndarray:
-        """C's padded buffer after one launch on this case; raises KernelFault."""
-        M, N, K, p = self.shape.M, self.shape.N, self.shape.K, self.pad
-        c = self.c0.copy()
-        launch(M, N, K, ALPHA, self.a[p : p + M * K], self.b[p : p + K * N], self.beta,
-               c[p : p + M * N])  # fmt: skip
-        return c
-
-    def right(self, launch, where_written: bool = False) -> bool:
-        """Whether the kernel computes this case right, writing C alone (a fault: no);
-        where_written: judged on the elements it wrote only (a launch of some blocks)."""
-        M, N, p = self.shape.M, self.shape.N, self.pad
-        try:
-            c = self.run(launch)
-        except KernelFault:
-            return False
-        got = c[p : p + M * N].reshape(M, N)
-        right = np.abs(got.astype(np.float64) - self.expected) <= self.tolerance
-        if where_written:
-            right |= got == self.c0[p : p + M * N].reshape(M, N)
-        return bool(right.all() and (c[:p] == GUARD).all() and (c[p + M * N :] == GUARD).all())
-
-
-def _cases(failing, passing, seed: int) -> list[_Case]:
-    rng = np.random.default_rng(seed)
-    return [_Case.draw(s, b, rng) for s, b in [*failing, *passing]]
-
-
 RATE = 256  # accesses a thread may make per k of its row of C (and 64 more), at least
 MEASURED = 4  # times the rate of the kernel as written, where that is more
 MEASURE_CAP = 8  # times RATE: a kernel as written that makes more is taken as endless
 
 
-def _budget(cases: list[_Case], rate: int = RATE) -> int:
+def _budget(cases: list[Trial], rate: int = RATE) -> int:
     """Accesses one thread may make in one block before it is stopped, since a repair
     may loop for ever: a right kernel's thread makes a few dozen per k of its row of C,
     unless it reaches its registers through pointers (_rate)."""
     return rate * (max(c.shape.K for c in cases) + 64)
 
 
-def _rate(launch, configure, path: Path, case: _Case) -> int:
+def _rate(launch, configure, path: Path, case: Trial) -> int:
     """The rate of accesses the budget allows: RATE, or MEASURED times what the kernel
     as written makes in the first block of `case`, where that is more (a thread that
     passes its arrays of registers to a function makes hundreds per k, each counted;
@@ -373,18 +317,15 @@ def _witness(conn, spec, paths, failing, seed, scratch) -> None:
     accesses the repairs may make (_rate)."""
     diagnose, variants = paths
     isolation.enter(scratch, readable=[diagnose, variants])
-    cases = _cases(failing, [], seed)
+    cases = trials.drawn(spec, failing, seed)
     evidence, wrong = "", False
     run, set_up = _loaded(spec, variants)
     rate = _rate(run, set_up, variants, cases[0])
     launch, configure = _loaded(spec, diagnose)
     configure(-1, 0, _budget(cases, rate), 0)
     for case in cases:
-        c = case.c0.copy()
-        M, N, K, p = case.shape.M, case.shape.N, case.shape.K, case.pad
         try:
-            launch(M, N, K, ALPHA, case.a[p : p + M * K], case.b[p : p + K * N], case.beta,
-                   c[p : p + M * N])  # fmt: skip
+            case.run(launch)
         except KernelFault as fault:
             evidence = explain_fault(fault)
             break
@@ -408,17 +349,21 @@ def _shrunk(spec, launch, failing, seed) -> tuple[Shape, float] | None:
     if spec.shapes is not None:
         cheaper = [s for s in _lattice(spec.shapes, shape) if _cost(spec, s) < _cost(spec, shape)]
         cheaper = sorted(cheaper, key=lambda s: _cost(spec, s))[:_SHRINK_TRIES]
-        return next(((s, beta) for s in cheaper if not _Case.draw(s, beta, rng).right(launch)),
-                    (shape, beta))  # fmt: skip
+        failing = (s for s in cheaper if _fails(spec, launch, s, beta, rng))
+        return next(((s, beta) for s in failing), (shape, beta))
     for axis in ("K", "N", "M"):
         for size in _SIZES:
             if size >= getattr(shape, axis):
                 break
             trial = replace(shape, **{axis: size})
-            if not _Case.draw(trial, beta, rng).right(launch):
+            if _fails(spec, launch, trial, beta, rng):
                 shape = trial
                 break
     return shape, beta
+
+
+def _fails(spec: KernelSpec, launch, shape: Shape, beta: float, rng) -> bool:
+    return not all(trial.right(launch) for trial in trials.draw(spec, shape, beta, rng))
 
 
 _SHRINK_TRIES = 8  # cheaper shapes a kernel written for some shapes only runs, at most
@@ -477,8 +422,8 @@ def _search(conn, search: _Search, order, cpu) -> None:
     spec, seed, until = search.spec, search.seed, search.until
     isolation.enter(search.scratch, readable=[search.path])
     launch, configure = _loaded(spec, search.path)
-    cases = _cases(search.failing, search.passing, seed)
-    confirm = _cases(_confirming(spec, search.failing + search.passing), [], seed + 1)
+    cases = trials.drawn(spec, search.failing + search.passing, seed)
+    confirm = trials.drawn(spec, _confirming(spec, search.failing + search.passing), seed + 1)
     budget = _budget(cases + confirm, search.rate)
     # A repair that loops runs to its budget: on the first case, the first case's (a
     # budget drawn for the largest case made each such repair cost a second, and on a
@@ -524,9 +469,11 @@ def _order(text: str, candidates: list, hints: Hints, evidence: str, spec: Kerne
     kernel = Kernel.parse(text)
     named = {int(n) for n in re.findall(rf"(?:{re.escape(spec.filename)}:|line )(\d+)", evidence)}
     start = set(hints.lines) | named
-    if hints.beta:
+    if hints.beta:  # the kernel's own name for the contract's beta
         names = suspects.parameters(kernel, spec.name_expression)
-        start |= suspects.lines_using(kernel, names[6]) if len(names) > 6 else set()
+        terms = [p.name for p in contract.CONTRACTS[spec.contract].parameters]
+        where = terms.index("beta")
+        start |= suspects.lines_using(kernel, names[where]) if len(names) > where else set()
     if hints.unset:
         start |= {d.locals[0].line for d in syntax.own_floats(kernel.source)
                   if any(v.value is None for v in d.locals)}  # fmt: skip
