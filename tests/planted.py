@@ -75,6 +75,11 @@ PLANTED = {
         planted("09", "if (row >= M || col >= N) return;", "if (row >= M) return;"),
         "past the end of C",
     ),
+    # Right wherever beta < 0, as the suite's beta once always was (checker.beta_of).
+    "reduction that tells beta != 0 by its sign": (
+        planted("09", "beta != 0.0f", "beta < 0.0f"),
+        "without + beta*C",
+    ),
     # On a GPU its register may well hold 0: the CPU backend's run shows it every time.
     "reduction's sum never given a value": (
         planted("09", "float sum = 0.0f;", "float sum;"),

@@ -61,6 +61,18 @@ def test_planted_bug_fails_with_the_same_message_kind_as_on_a_gpu(bug):
     assert expected in messages, str(report)
 
 
+def test_a_reduction_wrong_at_one_sign_of_beta_is_told_which_and_no_race():
+    # Step 09's GEMM runs its tile shapes in turn on the CPU, so C's last bits change
+    # from run to run: within the tolerance, which is no race.
+    spec, _ = PLANTED["reduction that tells beta != 0 by its sign"]
+    report = check(spec, shapes=SMALL)
+    assert {c.beta for c in report.failures} == {-checker.BETA}, str(report)
+    (cause,) = by_cause(report.cases)
+    said = f"beta = {checker.BETA:g} passes and every case with beta = {-checker.BETA:g} fails"
+    assert said in str(cause), str(cause)
+    assert not any(checker.RACED in c.message for c in report.failures), str(report)
+
+
 # Without either barrier of step 03, one thread writes an element of a tile that
 # another reads in the same round between barriers: the diagnostic build names both
 # accesses, their lines and the race, whichever barrier is missing.

@@ -164,6 +164,24 @@ def _beta_only(cases: list, failing: list) -> bool:
     return bool(zero) and all(c.ok for c in zero) and all(c.beta != 0 for c in failing)
 
 
+def _which_betas(cases: list, failing: list) -> str:
+    """Which cases with beta != 0 fail, where every case with beta = 0 passes: all of
+    them, those of some values of beta (the suite runs both signs, checker.beta_of), or
+    some of them."""
+    nonzero = [c for c in cases if c.beta != 0]
+    if all(not c.ok for c in nonzero):
+        return "every case with beta = 0 passes and every case with beta != 0 fails"
+    wrong = sorted({c.beta for c in failing})
+    right = sorted({c.beta for c in nonzero if c.ok} - set(wrong))
+    values = lambda betas: " or ".join(f"beta = {b:g}" for b in betas)  # noqa: E731
+    if right:
+        return (
+            f"every case with beta = 0 or {values(right)} passes and every case with "
+            f"{values(wrong)} fails"
+        )
+    return f"every case with beta = 0 passes and {len(failing)} of {len(nonzero)} with beta != 0 fail"
+
+
 def _from_evidence(evidence: str, confirmed, where) -> Diagnosis | None:
     """What the diagnostic build stopped on, said as it said it, with the repair's line."""
     text = _strip_hint(evidence)
@@ -211,10 +229,7 @@ def _from_repair(confirmed, cases, failing, where) -> Diagnosis:
     if all(r.operator == "add barrier" for r in confirmed):
         return Diagnosis("race", words, line, REPAIRED)
     if _beta_only(cases, failing):
-        message = (
-            "every case with beta = 0 passes and every case with beta != 0 fails: C's old "
-            f"value is used wrongly; {words}"
-        )
+        message = f"{_which_betas(cases, failing)}: C's old value is used wrongly; {words}"
         return Diagnosis("old C", message, line, REPAIRED)
     named = _said_by_cases(failing)
     if named:

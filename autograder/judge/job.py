@@ -41,7 +41,6 @@ from ..run.kernel import KernelSpec, template_arguments
 from . import checker, diagnosis, localize, mapping, sanitizer, timing
 from .advice import explain_cuda_error
 from .checker import (
-    BETA,
     EXACT_SIZE,
     NAN_FROM_OUTSIDE,
     NAN_FROM_UNWRITTEN,
@@ -52,6 +51,7 @@ from .checker import (
     Shape,
     Skipped,
     Started,
+    beta_of,
     fresh_seed,
 )  # fmt: skip
 
@@ -498,7 +498,7 @@ def _check_bounds(job: Job, report: Report, scratch) -> None:
     tools = " and ".join(sanitizer.tools_for(job.spec))
     how = f"exact-size buffers, compute-sanitizer {tools}"
     report.bounds = f"{EXACT_SIZE} run again on {how}"
-    report.cases.append(CaseResult(EXACT_SIZE, BETA, not found, found, under=how))
+    report.cases.append(CaseResult(EXACT_SIZE, beta_of(EXACT_SIZE), not found, found, under=how))
     if not found:  # NaN in C came from somewhere other than the padding around A and B
         report.cases = [
             replace(c, message=c.message.replace(NAN_FROM_OUTSIDE, NAN_FROM_UNWRITTEN))

@@ -43,7 +43,7 @@ from ..run.kernel import KernelSpec
 from ..run.syntax import Source
 from . import aligned, edits, suspects, trials, twins
 from .advice import explain_fault
-from .checker import BETA, EXACT_SIZE, RACED, UNSET_LOCAL, UNWRITTEN_NAN, Shape
+from .checker import EXACT_SIZE, RACED, UNSET_LOCAL, UNWRITTEN_NAN, Shape, beta_of
 from .mutant_schema import flat, schema
 from .scopes import Kernel
 from .trials import Trial
@@ -390,7 +390,7 @@ def _cost(spec: KernelSpec, shape: Shape) -> int:
 # What a repair that gets the failing cases right must get right too: small cases are
 # what a wrong repair can fit (a tile's rows past M are zeros either way), so before it
 # counts, a repair runs cases that fill several tiles in every direction.
-CONFIRM = ((EXACT_SIZE, BETA), (Shape(200, 300, 60), 0.0))
+CONFIRM = ((EXACT_SIZE, beta_of(EXACT_SIZE)), (Shape(200, 300, 60), 0.0))
 CONFIRM_S = 60.0  # a repair past its first look: every case, and the confirming ones
 
 
@@ -399,7 +399,9 @@ def _confirming(spec: KernelSpec, tried: list) -> list[tuple[Shape, float]]:
     for a kernel written for some shapes only, each of those with either beta."""
     if spec.shapes is None:
         return [c for c in CONFIRM if c not in tried]
-    return [(Shape(*s), b) for s in spec.shapes for b in (0.0, BETA) if (Shape(*s), b) not in tried]
+    shapes = [Shape(*s) for s in spec.shapes]
+    confirming = [(s, b) for s in shapes for b in (0.0, beta_of(s))]
+    return [c for c in confirming if c not in tried]
 
 
 @dataclass(frozen=True)

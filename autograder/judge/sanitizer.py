@@ -38,7 +38,7 @@ from ..isolate import isolation
 from ..run import cuda_tools, gpu_lock
 from ..run.kernel import KernelSpec
 from .advice import SCALAR
-from .checker import ALPHA, BETA, Shape
+from .checker import ALPHA, Shape, beta_of
 
 TIMEOUT_S = 180.0  # per tool: starting CUDA under the sanitizer, compiling, one small launch
 PADDING_BYTES = 1 << 20  # after each matrix: more than 256 rows of the shape's longest row
@@ -339,7 +339,7 @@ def _target(work: Path) -> None:
         placed = {n: [m.data.ptr, m.nbytes] for n, m in matrices.items()}
         (work / "placed.json").write_text(json.dumps(placed))
         try:
-            launch(M, N, K, ALPHA, matrices["A"], matrices["B"], BETA, matrices["C"])
+            launch(M, N, K, ALPHA, matrices["A"], matrices["B"], beta_of(shape), matrices["C"])
             cupy.cuda.Device().synchronize()
         finally:  # step 09's GEMM: where its workspace of layers lay, once it had one
             partial = getattr(launch, "workspace", lambda: None)()
