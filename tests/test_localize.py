@@ -77,6 +77,16 @@ def test_a_one_line_mistake_in_the_reduction_gets_one_cause_that_names_its_line(
     assert causes[0].diagnosis.line == line and said in str(causes[0]), str(causes[0])
 
 
+def test_a_bound_missing_from_the_reduction_is_put_back_where_it_was():
+    # The step's `if (...) return;` put back (judge.aligned), though the learner's kernel
+    # has no `if` and no `return` left: the names a statement needs are its identifiers.
+    bound = "  if (row >= M || col >= N) return;\n"
+    spec = planted("09", bound, "")
+    before = registry.step("09").source().split(bound)[0].count("\n")  # the line above it
+    (cause,) = by_cause(check(spec).cases)
+    assert f"a statement the step needs is missing next to 09_by_shape.cu:{before}" in str(cause)
+
+
 @pytest.mark.parametrize("backend", ["cpu", pytest.param("gpu", marks=pytest.mark.gpu)])
 @pytest.mark.parametrize("name", MISTAKES)
 def test_a_one_line_mistake_gets_one_cause_that_names_its_line(name, backend):

@@ -114,7 +114,10 @@ def _uses(k: Kernel, statement) -> set[str]:
                 d = d.child_by_field_name("declarator")
             if d is not None and d.type == "identifier":
                 declared.add(k.text(d))
-    return set(_NAME.findall(k.text(statement))) - declared
+    # Its identifiers, not every word of it: a keyword (`if`, `return`) is no name the
+    # kernel must have, and a statement that is the kernel's only `if` was never put back.
+    used = {k.text(n) for n in walk(statement) if n.type.endswith("identifier")}
+    return used - declared
 
 
 def _holds_statements(node) -> bool:
