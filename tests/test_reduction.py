@@ -95,3 +95,17 @@ def test_a_reduction_writing_nan_is_told_where_and_the_judge_does_not_break():
         "sum plus beta C: at (0, 0) the layers are "
     ), result.message
     assert "and C there is nan" in result.message, result.message
+
+
+def test_a_reduction_adding_no_layer_is_not_told_it_added_a_layer_of_zeros():
+    # K = 1 in 2 layers: the second multiplies no k, and is zeros everywhere. C = beta C
+    # is alpha times that layer plus beta C, but no layer was read to make it.
+    launch = composed.compose(
+        lambda M, N, K: Plan("128x128", 2),
+        {"128x128": gemm},
+        reduction(lambda S: []),
+        lambda n: np.empty(n, dtype=np.float32),
+    )
+    result = checker.run_case(np, launch, Shape(17, 19, 1), checker.BETA, np.random.default_rng(1))
+    assert not result.ok and "alone" not in result.message, result.message
+    assert "C is not alpha times their sum plus beta C" in result.message, result.message

@@ -44,13 +44,15 @@ def _explain_split(xp, got, C0, alpha, beta, tolerance, done) -> str:
     if holds(alpha * layers.sum(axis=0) + old):
         return ""
     said = f"K was split in {S} layers (partial[0] ... partial[{S - 1}])"
-    for j in range(1, S):
+    # Layers of zeros (those whose run of K is empty, as where K < S) are what a C that no
+    # layer reached holds too: they say nothing of which layers the reduction read.
+    for j in (j for j in range(1, S) if layers[:j].any()):
         if holds(alpha * layers[:j].sum(axis=0) + old):
             return (
                 f"{said} and C holds the sum of the first {j} only: the loop over the "
                 "layers must run s = 0 ... splits - 1"
             )
-    for s in range(S):
+    for s in (s for s in range(S) if layers[s].any()):
         if holds(alpha * layers[s] + old):
             return f"{said} and C holds layer {s} alone: add every layer"
         if holds(S * alpha * layers[s] + old):
