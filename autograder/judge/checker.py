@@ -32,15 +32,6 @@ from .diagnose import describe_mismatch
 
 ALPHA = 1.5
 BETA = -0.75
-
-
-def beta_of(shape: Shape) -> float:
-    """The beta != 0 a shape's case runs with: BETA, or its opposite where M + N + K is
-    even, so that the suite has both signs (a kernel that tells beta = 0 by its sign,
-    `beta < 0` for `beta != 0`, is wrong in some case) and the shapes the sanitizer and
-    the localizer's confirmations run (odd ones) keep BETA."""
-    return BETA if (shape.M + shape.N + shape.K) % 2 else -BETA
-
 # Written into C before a beta = 0 launch. Finite, because a kernel may compute
 # beta * C (0 * finite = 0); distinctive, so "never written" can be told apart.
 SENTINEL = np.float32(-1.2345678e30)
@@ -83,6 +74,14 @@ class Shape:
 
     def __str__(self) -> str:
         return f"{self.M}x{self.N}x{self.K}"
+
+
+def beta_of(shape: Shape) -> float:
+    """The beta != 0 a shape's case runs with: BETA, or its opposite where M + N + K is
+    even, so that the suite has both signs (a kernel that tells beta = 0 by its sign,
+    `beta < 0` for `beta != 0`, is wrong in some case) and the shapes the sanitizer and
+    the localizer's confirmations run (odd ones) keep BETA."""
+    return BETA if (shape.M + shape.N + shape.K) % 2 else -BETA
 
 
 # The shape a GPU run also checks on exact-size buffers for accesses outside A, B

@@ -179,7 +179,8 @@ def _which_betas(cases: list, failing: list) -> str:
             f"every case with beta = 0 or {values(right)} passes and every case with "
             f"{values(wrong)} fails"
         )
-    return f"every case with beta = 0 passes and {len(failing)} of {len(nonzero)} with beta != 0 fail"
+    some = f"{len(failing)} of {len(nonzero)}"
+    return f"every case with beta = 0 passes and {some} with beta != 0 fail"
 
 
 def _from_evidence(evidence: str, confirmed, where) -> Diagnosis | None:
