@@ -74,6 +74,22 @@ def test_a_band_of_c_computed_on_its_own_is_named_with_its_rows():
     ), result.message
 
 
+def test_bands_of_one_size_are_each_judged_on_their_own_layers():
+    # SHAPE's 17 rows in bands of 8 and 9; Shape(16, ...) in two of 8, each split in 3.
+    # Each band's layers have a workspace of their own: the second band's, in one shared
+    # with the first, were taken for the first's, and its C matched no account of them.
+    plan = Bands(8, Plan("128x128", 3), Plan("128x128", 3))
+    launch = composed.compose(
+        lambda M, N, K: plan,
+        {"128x128": gemm},
+        reduction(lambda S: range(S - 1)),
+        lambda n: np.empty(n, dtype=np.float32),
+    )
+    shape = Shape(16, 19, 40)
+    result = checker.run_case(np, launch, shape, checker.BETA, np.random.default_rng(1))
+    assert "C holds the sum of the first 2 only" in result.message, result.message
+
+
 def test_a_reduction_writing_nan_is_told_where_and_the_judge_does_not_break():
     """A sum never given a value reads as NaN (the CPU backend fills such floats with
     NaN). NaN is within no tolerance and beyond none, so the element to name must be

@@ -110,7 +110,10 @@ def compose(
         if splits == 1:
             gemm(M, N, K, alpha, A, B, beta, C)
             return
-        partial = partials(splits * M * N)
+        # A workspace of its own for each split product of the launch: the judge reads
+        # each one's layers after the launch (bands of one size shared one, and the
+        # second band's layers were taken for the first's).
+        partial = partials(splits * M * N, len(split))
         split.append(Split(partial, splits, row0, M))
         gemm(M, N, K, 1.0, A, B, 0.0, partial, layers=splits)
         reduce(M, N, splits, alpha, partial, beta, C)
@@ -124,18 +127,19 @@ def compose(
     return launch
 
 
-def _kept(workspace: Callable[[int], object]) -> Callable[[int], object]:
-    """workspace(n), kept from launch to launch by size (four sizes at most): allocated
-    outside the timed launches' steady state. Every layer is written in full before
-    the reduction reads it, so a kept one is as good as a new one."""
+def _kept(workspace: Callable[[int], object]) -> Callable[[int, int], object]:
+    """partials(n, nth): workspace(n) for a launch's nth split product, kept from launch
+    to launch by size and place (four at most): allocated outside the timed launches'
+    steady state. Every layer is written in full before the reduction reads it, so a
+    kept one is as good as a new one."""
     held = {}
 
-    def partials(floats: int):
-        if floats not in held:
+    def partials(floats: int, nth: int):
+        if (floats, nth) not in held:
             if len(held) >= 4:
                 held.clear()
-            held[floats] = workspace(floats)
-        return held[floats]
+            held[floats, nth] = workspace(floats)
+        return held[floats, nth]
 
     return partials
 
