@@ -77,6 +77,20 @@ def test_a_one_line_mistake_in_the_reduction_gets_one_cause_that_names_its_line(
     assert causes[0].diagnosis.line == line and said in str(causes[0]), str(causes[0])
 
 
+def test_a_loop_bound_written_otherwise_than_the_steps_is_put_as_the_step_has_it():
+    # `s < 2` for `s < splits`: no rule changes a constant into a name, but the step's
+    # own loop condition does (judge.aligned), and the cases' account of the layers
+    # stays in the message. The CPU backend runs the failing cases' plans again when it
+    # looks for a race: in other layers of K, C would change, and read as one.
+    spec = planted("09", "s < splits", "s < 2")
+    report = check(spec)
+    (cause,) = by_cause(report.cases)
+    line = 1 + spec.source[: spec.source.index("s < 2")].count("\n")
+    assert cause.diagnosis.line == line, str(cause)
+    assert "C holds the sum of the first 2 only" in str(cause), str(cause)
+    assert not any(checker.RACED in c.message for c in report.failures), str(report)
+
+
 def test_a_bound_missing_from_the_reduction_is_put_back_where_it_was():
     # The step's `if (...) return;` put back (judge.aligned), though the learner's kernel
     # has no `if` and no `return` left: the names a statement needs are its identifiers.

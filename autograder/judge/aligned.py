@@ -49,6 +49,8 @@ def repairs(text: str, reference: str) -> list[Edit]:
         for node in (n for n, _ in mine[j1:j2]):
             if not _holds_statements(node):
                 found += [e for s in wanted if (e := _replaced(ours, node, theirs, s))]
+            else:
+                found += [e for s in wanted if (e := _header_replaced(ours, node, theirs, s))]
         if j1 == j2:
             # A declaration put back would be in scope only inside the repair's switch.
             found += [e for s in wanted if s.type != "declaration"
@@ -97,8 +99,7 @@ def _statements(k: Kernel) -> list[tuple[object, str]]:
     found = []
     for node in walk(k.source.root):
         if node.type in _STATEMENTS and inside_body(node):
-            body_starts = [b.start_byte for f in _BODIES if (b := node.child_by_field_name(f))]
-            own = k.source.data[node.start_byte : min(body_starts, default=node.end_byte)]
+            own = k.source.data[slice(*_header(node))]
             found.append((node, " ".join(own.decode().split())))
     return found
 
@@ -152,6 +153,43 @@ def _replaced(ours: Kernel, node, theirs: Kernel, statement) -> Edit | None:
     text = _one_line(theirs.text(statement)) + "\n" * before.count("\n")
     return Edit(node.start_byte, node.end_byte, text, ours.line(node), "replace statement", before,
                 "statement")  # fmt: skip
+
+
+def _header_replaced(ours: Kernel, node, theirs: Kernel, statement) -> Edit | None:
+    """A loop's or a branch's condition, or a loop's step, written as the step's, where
+    the step's statement there is one of the same kind that differs from it there alone:
+    the body, aligned statement by statement on its own, stays the learner's (and a
+    condition is an expression, which the repairs' schema can switch)."""
+    if statement.type != node.type or not _holds_statements(statement):
+        return None
+    differ = [f for f in ("initializer", "condition", "update")
+              if _words(ours, _part(node, f)) != _words(theirs, _part(statement, f))]  # fmt: skip
+    if len(differ) != 1 or differ[0] == "initializer":
+        return None
+    mine, step = _part(node, differ[0]), _part(statement, differ[0])
+    if mine is None or step is None:
+        return None
+    return Edit(mine.start_byte, mine.end_byte, _one_line(theirs.text(step)), ours.line(mine),
+                "replace statement", ours.text(mine))  # fmt: skip
+
+
+def _part(node, field: str):
+    """A statement's part (`condition`: a branch's or a loop's, inside its parentheses)."""
+    part = node.child_by_field_name(field)
+    if part is not None and part.type == "condition_clause":
+        part = part.child_by_field_name("value")
+    return part
+
+
+def _words(k: Kernel, node) -> str | None:
+    return None if node is None else " ".join(k.text(node).split())
+
+
+def _header(node) -> tuple[int, int]:
+    """The bytes of a statement's own text, up to the body it runs (_BODIES)."""
+    body_starts = [b.start_byte for f in _BODIES if (b := node.child_by_field_name(f))]
+    end = min(body_starts, default=node.end_byte)
+    return node.start_byte, end
 
 
 def _value(declaration) -> tuple | None:

@@ -252,11 +252,18 @@ _INDEX = (
 )  # fmt: skip
 
 
+# What step 09's reduction made of its layers, where that reproduced C exactly
+# (autograder.judge.reduction).
+_LAYERS = (
+    "C holds the sum of the first", "alone: add every layer", "reads the same layer",
+)  # fmt: skip
+
+
 def _said_by_cases(failing: list) -> tuple[str, str] | None:
     """A cause every failing case's own message gives the same words to (the mapping's
-    exact reproductions and the whole-formula checks), with its kind."""
+    exact reproductions, the whole-formula checks and the reduction's), with its kind."""
     first = failing[0].message
-    for kind, phrases in (("formula", _FORMULA), ("index", _INDEX)):
+    for kind, phrases in (("formula", _FORMULA), ("index", _INDEX), ("layers", _LAYERS)):
         for phrase in phrases:
             if phrase in first and all(phrase in c.message for c in failing):
                 return kind, _sentence(first)
