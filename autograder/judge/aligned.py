@@ -50,7 +50,7 @@ def repairs(text: str, reference: str) -> list[Edit]:
             if not _holds_statements(node):
                 found += [e for s in wanted if (e := _replaced(ours, node, theirs, s))]
             else:
-                found += [e for s in wanted if (e := _header_replaced(ours, node, theirs, s))]
+                found += [e for s in wanted if (e := _part_replaced(ours, node, theirs, s))]
         if j1 == j2:
             # A declaration put back would be in scope only inside the repair's switch.
             found += [e for s in wanted if s.type != "declaration"
@@ -155,7 +155,7 @@ def _replaced(ours: Kernel, node, theirs: Kernel, statement) -> Edit | None:
                 "statement")  # fmt: skip
 
 
-def _header_replaced(ours: Kernel, node, theirs: Kernel, statement) -> Edit | None:
+def _part_replaced(ours: Kernel, node, theirs: Kernel, statement) -> Edit | None:
     """A loop's or a branch's condition, or a loop's step, written as the step's, where
     the step's statement there is one of the same kind that differs from it there alone:
     the body, aligned statement by statement on its own, stays the learner's (and a
