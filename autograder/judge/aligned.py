@@ -1,6 +1,7 @@
 """Repairs taken from the step's own kernel, where a learner's kernel aligns with it: a
-statement written otherwise replaced by the step's, or a statement the step has and the
-learner's kernel lacks put back where its neighbours are. No single-point rule
+statement written otherwise replaced by the step's (of a loop or a branch, its condition
+or its step, where that alone differs), or a statement the step has and the learner's
+kernel lacks put back where its neighbours are. No single-point rule
 (autograder.judge.edits) can add a statement that is not there; aligning a program with
 a correct one can (Clara repaired most MOOC attempts so: Gulwani, Radicek and Zuleger,
 PLDI 2018).
