@@ -19,7 +19,8 @@ from ..run.composed import graded_splits
 from ..run.faults import KernelFault
 from ..run.kernel import KernelSpec
 from .checker import (
-    ALPHA, GUARD, SENTINEL, Shape, _pad_for, _padded, elementwise_tolerance, tolerance_factor,
+    ALPHA, GUARD, SENTINEL, Shape, _Inputs, _pad_for, _padded, elementwise_tolerance,
+    tolerance_factor,
 )  # fmt: skip
 
 
@@ -75,17 +76,13 @@ class Product(Trial):
 
     @classmethod
     def draw(cls, shape: Shape, beta: float, rng) -> Product:
-        M, N, K = shape.M, shape.N, shape.K
-        A = rng.standard_normal((M, K), dtype=np.float32)
-        B = rng.standard_normal((K, N), dtype=np.float32)
-        C0 = _c0(shape, beta, rng)
-        pad = _pad_for(shape)
-        A64, B64 = A.astype(np.float64), B.astype(np.float64)
+        drawn = _Inputs.draw(np, shape, beta, rng)  # as the checker draws its own
+        A64, B64 = drawn.A.astype(np.float64), drawn.B.astype(np.float64)
+        C0 = drawn.C0
         expected = ALPHA * (A64 @ B64) + (beta * C0.astype(np.float64) if beta else 0.0)
         tolerance = elementwise_tolerance(np, A64, B64, ALPHA, 0.0, beta, C0)
-        c0 = _padded(np, C0.astype(np.float32), GUARD, pad)
-        a, b = _padded(np, A, np.nan, pad), _padded(np, B, np.nan, pad)
-        return cls(shape, beta, c0, expected, tolerance, pad, a, b)
+        c0 = _padded(np, C0.astype(np.float32), GUARD, drawn.pad)
+        return cls(shape, beta, c0, expected, tolerance, drawn.pad, drawn.a_buf, drawn.b_buf)
 
     def _launch(self, launch, C: np.ndarray) -> None:
         M, N, K, p = self.shape.M, self.shape.N, self.shape.K, self.pad
