@@ -104,11 +104,58 @@ def test_beta_zero_with_a_finite_old_c_is_fine():
     assert run(reads_c, beta=0.0).ok
 
 
+def one_row_past(A, M, K):
+    """A's rows, each read one row too far: the last one past the end of A."""
+    buf, at = beneath(A)
+    return buf[at : at + (M + 1) * K].reshape(M + 1, K)[1:]
+
+
+def careful(M, N, K, alpha, A, B, beta, C):
+    """correct, leaving C unread where beta = 0, as BLAS lets a kernel (and from step 08
+    on, the course's kernels do)."""
+    old = beta * C.reshape(M, N) if beta else 0.0
+    C[:] = (alpha * (A.reshape(M, K) @ B.reshape(K, N)) + old).ravel()
+
+
+def unread(launch, shape=SHAPE, beta=0.0):
+    """run, for a kernel whose step leaves C unread where beta = 0."""
+    return checker.run_case(np, launch, shape, beta, np.random.default_rng(), leaves_c_unread=True)
+
+
+@pytest.mark.parametrize("beta", [0.0, checker.BETA])
+def test_a_kernel_that_leaves_c_unread_where_beta_is_0_passes_with_c_of_infinity(beta):
+    assert unread(careful, beta=beta).ok
+
+
+@pytest.mark.filterwarnings("ignore:invalid value encountered in multiply")  # 0 * inf
+def test_a_kernel_that_reads_c_where_beta_is_0_is_told_so_where_its_step_leaves_c_unread():
+    # Right with a finite C (test_beta_zero_with_a_finite_old_c_is_fine), as steps 01 to
+    # 07 are; from step 08 on, C holds infinity where beta = 0, and 0 * inf is NaN.
+    result = unread(correct)
+    assert not result.ok and result.message.startswith(checker.READ_UNREAD_C), result.message
+    assert "(first: (0, 0) is nan" in result.message
+    assert unread(correct, beta=checker.BETA).ok
+
+
+def test_a_kernel_that_writes_nothing_leaves_c_of_infinity_never_written():
+    result = unread(lambda *launch: None)
+    assert "no element of C was written" in result.message, result.message
+    assert checker.READ_UNREAD_C not in result.message
+
+
+def test_nan_from_past_a_is_not_taken_for_a_read_of_c_of_infinity():
+    # NaN where C held infinity, and the case fails with a finite C too: not C's doing.
+    def reads_past_a(M, N, K, alpha, A, B, beta, C):
+        careful(M, N, K, alpha, one_row_past(A, M, K).ravel(), B, beta, C)
+
+    result = unread(reads_past_a)
+    assert "read outside A or B" in result.message, result.message
+    assert checker.READ_UNREAD_C not in result.message
+
+
 def test_reading_past_a_or_b_shows_as_nan():
     def reads_past_a(M, N, K, alpha, A, B, beta, C):
-        buf, at = beneath(A)
-        past = buf[at : at + (M + 1) * K].reshape(M + 1, K)[1:]  # every row one too far
-        C[:] = (alpha * (past @ B.reshape(K, N)) + beta * C.reshape(M, N)).ravel()
+        correct(M, N, K, alpha, one_row_past(A, M, K).ravel(), B, beta, C)
 
     message = run(reads_past_a).message
     assert "read outside A or B" in message

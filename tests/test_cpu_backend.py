@@ -8,6 +8,7 @@ on a GPU; the missing barriers fail on every run.
 import re
 import shutil
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -26,7 +27,7 @@ from planted import (
 from autograder import KernelSpec, judge
 from autograder.judge import checker
 from autograder.judge.causes import by_cause
-from autograder.judge.checker import MEDIUM, SMALL
+from autograder.judge.checker import MEDIUM, SMALL, Shape
 from autograder.ladder import registry
 from autograder.ladder.registry import Geometry
 from autograder.run import cpu
@@ -313,3 +314,15 @@ def test_a_threads_own_array_takes_any_initializer_cuda_does(value):
     spec = planted("05", "float acc[TM][TN] = {{0.0f}};", f"float acc[TM][TN] = {value};")
     report = judge.check(spec, shapes=SMALL, backend="cpu")
     assert report.ok, str(report)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("step", registry.STEPS, ids=lambda s: s.name)
+def test_a_step_leaves_c_unread_where_beta_is_0_as_the_registry_says(step):
+    # Each step's own kernel, given a C of infinity where beta = 0: one that leaves C
+    # unread (registry.Step.leaves_c_unread) passes, one that computes beta * C makes NaN
+    # of it (0 * inf), and is told so.
+    spec = replace(KernelSpec.from_step(step), leaves_c_unread=True)
+    zero = [c for c in check(spec, shapes=(Shape(17, 19, 3),)).cases if not c.beta]
+    assert len(zero) == 1 and zero[0].ok == step.leaves_c_unread, zero[0].message
+    assert zero[0].ok or zero[0].message.startswith(checker.READ_UNREAD_C), zero[0].message

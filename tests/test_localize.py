@@ -77,6 +77,20 @@ def test_a_one_line_mistake_in_the_reduction_gets_one_cause_that_names_its_line(
     assert causes[0].diagnosis.line == line and said in str(causes[0]), str(causes[0])
 
 
+@pytest.mark.parametrize("backend", ["cpu", pytest.param("gpu", marks=pytest.mark.gpu)])
+def test_a_reduction_that_reads_c_where_beta_is_0_is_told_so_at_its_line(backend):
+    # As steps 01 to 07 compute it, and right while C is finite: step 09 leaves C unread
+    # where beta = 0 (BLAS lets C hold anything then), and its checker's C is infinity.
+    new = "C[i] = alpha * sum + beta * C[i];"
+    spec = planted("09", "C[i] = alpha * sum + (beta != 0.0f ? beta * C[i] : 0.0f);", new)
+    line = 1 + spec.source[: spec.source.index(new)].count("\n")
+    report = check(spec, backend)
+    assert all(c.ok for c in report.cases if c.beta), str(report)
+    (cause,) = by_cause(report.cases)
+    assert cause.diagnosis.line == line, str(cause)
+    assert "the kernel reads C although beta = 0" in str(cause), str(cause)
+
+
 def test_a_loop_bound_written_otherwise_than_the_steps_is_put_as_the_step_has_it():
     # `s < 2` for `s < splits`: no rule changes a constant into a name, but the step's
     # own loop condition does (judge.aligned), and the cases' account of the layers

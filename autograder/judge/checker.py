@@ -35,6 +35,12 @@ BETA = -0.75
 # Written into C before a beta = 0 launch. Finite, because a kernel may compute
 # beta * C (0 * finite = 0); distinctive, so "never written" can be told apart.
 SENTINEL = np.float32(-1.2345678e30)
+# ... unless the kernel's step leaves C unread where beta = 0 (registry.Step's
+# leaves_c_unread), as BLAS lets it: C holds infinity then, which such a kernel never
+# reads, and one that reads it makes NaN of (0 * inf). Not NaN: a NaN C could not be
+# told apart, element by element, from a NaN the kernel computed; a C left as it was
+# is still told by its value.
+UNREAD_C = np.float32(np.inf)
 # The value in the bands around C: any change there is a write outside C.
 GUARD = np.float32(7.654321e29)
 U = 2.0**-24  # float32 unit roundoff
@@ -110,6 +116,12 @@ SUITE = SMALL + MEDIUM + LARGE
 NAN_FROM_OUTSIDE = (
     "; some are NaN: the kernel read outside A or B, which the checker surrounds with NaN "
     f"({advice.LOADS})"
+)
+# A case with beta = 0 whose C of UNREAD_C came out NaN, and that passes with a finite C.
+READ_UNREAD_C = (
+    "the kernel reads C although beta = 0: with beta = 0 BLAS lets C hold anything, and "
+    "the checker's C holds infinity there (0 * inf is NaN; with a finite C this case "
+    "passes): leave C unread where beta = 0"
 )
 # ... and when compute-sanitizer found no access outside A or B on the GPU: what
 # else a GPU gives a kernel that reads memory nobody wrote (autograder.judge.job).
@@ -362,13 +374,15 @@ def case_events(
     input_roundoff: float = 0.0,
     clues: mapping.Clues = mapping.Clues(None, None),
     clock: Callable[[], float] = time.perf_counter,
+    leaves_c_unread: bool = False,
 ):
     """Run one shape and judge the result: yields Started and Ran around each launch
     of the kernel, then the CaseResult. input_roundoff: how far the kernel rounds
     each input before multiplying, relative to it (registry.Step); clues: what the
     diagnosis of an index mistake may know of the kernel (mapping); clock: what the
-    launch's seconds are read from (Backend.clock)."""
-    case = _Inputs.draw(xp, shape, beta, rng)
+    launch's seconds are read from (Backend.clock); leaves_c_unread: the kernel's step
+    leaves C unread where beta = 0 (registry.Step), and C holds UNREAD_C then."""
+    case = _Inputs.draw(xp, shape, beta, rng, leaves_c_unread)
     label = f"{shape}, beta={beta:g}"
     yield Started(label, shape.flops)
     try:
@@ -382,6 +396,18 @@ def case_events(
     if outcome.right:
         yield CaseResult(shape, beta, True, max_error=outcome.max_error, seconds=seconds)
         return
+    if _read_unread_c(xp, case, outcome) and bool(xp.isnan(outcome.got).any()):
+        # NaN where C held infinity: from C, if the same case with a finite C passes.
+        yield Started(label + " (again, with a finite C)", shape.flops)
+        finite = replace(case, C0=xp.full_like(case.C0, SENTINEL))
+        again = _judged(xp, finite, finite.run(launch, sync, clock)[0], input_roundoff)
+        yield Ran(0.0)
+        if again.right:
+            unwritten = _host((outcome.got == case.C0) & outcome.bad)
+            first = _first_bad_element(xp, outcome.got, outcome.expected, outcome.bad, unwritten)
+            message = READ_UNREAD_C + first
+            yield CaseResult(shape, beta, False, message, outcome.max_error, seconds)
+            return
     if outcome.bad.any():
         yield Started(label + " (again, to look for a race)", shape.flops)
         again = case.c_of(case.run(launch, sync, clock)[0])
@@ -389,7 +415,9 @@ def case_events(
         # By more than its tolerance: a sum that is added in another order from run to
         # run (step 09's GEMM on the CPU backend, a tile shape per launch in turn)
         # differs in its last bits, and no race is in that.
-        apart = xp.abs(again.astype(xp.float64) - outcome.got.astype(xp.float64))
+        # An element left at UNREAD_C (inf) is not apart from itself (nan_to_num).
+        first, second = (xp.nan_to_num(c, nan=0.0).astype(xp.float64) for c in (outcome.got, again))
+        apart = xp.abs(second - first)
         changed = (apart > outcome.tolerance) | (xp.isnan(again) != xp.isnan(outcome.got))
         outcome = replace(outcome, raced=bool(changed.any()))
     outcome = replace(outcome, cause=_index_cause(outcome, clues))
@@ -413,14 +441,15 @@ class _Inputs:
     pad: int
 
     @classmethod
-    def draw(cls, xp, shape: Shape, beta: float, rng) -> _Inputs:
+    def draw(cls, xp, shape: Shape, beta: float, rng, leaves_c_unread: bool = False) -> _Inputs:
+        """leaves_c_unread: C holds UNREAD_C where beta = 0, else SENTINEL."""
         M, N, K = shape.M, shape.N, shape.K
         A = rng.standard_normal((M, K), dtype=np.float32)
         B = rng.standard_normal((K, N), dtype=np.float32)
         C0 = (
             rng.standard_normal((M, N), dtype=np.float32)
             if beta
-            else xp.full((M, N), SENTINEL, dtype=xp.float32)
+            else xp.full((M, N), UNREAD_C if leaves_c_unread else SENTINEL, dtype=xp.float32)
         )
         pad = _pad_for(shape)
         a_buf, b_buf = _padded(xp, A, np.nan, pad), _padded(xp, B, np.nan, pad)
@@ -484,6 +513,11 @@ def _judged(xp, case: _Inputs, c_buf, input_roundoff: float) -> _Outcome:
         before=int((c_buf[:pad] != GUARD).sum()),
         after=int((c_buf[pad + size :] != GUARD).sum()),
     )  # fmt: skip
+
+
+def _read_unread_c(xp, case: _Inputs, o: _Outcome) -> bool:
+    """Whether C held UNREAD_C (beta = 0, a step that leaves C unread) and is wrong."""
+    return not case.beta and bool(o.bad.any()) and bool(xp.isinf(case.C0).all())
 
 
 def _index_cause(o: _Outcome, clues: mapping.Clues) -> str:
@@ -619,8 +653,10 @@ def iter_suite(
     input_roundoff: float = 0.0,
     clues: mapping.Clues = mapping.Clues(None, None),
     clock: Callable[[], float] = time.perf_counter,
+    leaves_c_unread: bool = False,
 ):
-    """Run every shape with beta = 0 and beta != 0 (beta_of), as far as the budget allows.
+    """Run every shape with beta = 0 and beta != 0 (beta_of), as far as the budget allows
+    (leaves_c_unread: see case_events).
 
     Yields the events of each case (Started, Ran, CaseResult; see case_events)
     and Skipped for a shape it does not run, so that a caller watching from another
@@ -646,7 +682,9 @@ def iter_suite(
                 continue
         nonzero = beta_of(shape)
         for beta in (nonzero,) if shape in budget.one_beta else (0.0, nonzero):
-            events = case_events(xp, launch, shape, beta, rng, sync, input_roundoff, clues, clock)
+            events = case_events(
+                xp, launch, shape, beta, rng, sync, input_roundoff, clues, clock, leaves_c_unread
+            )
             for event in events:
                 yield event
             if event.seconds:  # the best rate so far: small cases pay more overhead per flop

@@ -259,11 +259,18 @@ _LAYERS = (
 )  # fmt: skip
 
 
+# A C of infinity made NaN where beta = 0, a case that passes with a finite C
+# (checker.READ_UNREAD_C).
+_UNREAD = ("the kernel reads C although beta = 0",)
+_SAID = (("formula", _FORMULA), ("index", _INDEX), ("layers", _LAYERS), ("old C", _UNREAD))
+
+
 def _said_by_cases(failing: list) -> tuple[str, str] | None:
     """A cause every failing case's own message gives the same words to (the mapping's
-    exact reproductions, the whole-formula checks and the reduction's), with its kind."""
+    exact reproductions, the whole-formula checks, the reduction's and a C read where
+    beta = 0), with its kind."""
     first = failing[0].message
-    for kind, phrases in (("formula", _FORMULA), ("index", _INDEX), ("layers", _LAYERS)):
+    for kind, phrases in _SAID:
         for phrase in phrases:
             if phrase in first and all(phrase in c.message for c in failing):
                 return kind, _sentence(first)

@@ -230,6 +230,7 @@ def _run_stages(job: Job, backend, launch, launches, send, check_turn, timing_tu
                 job.spec.input_roundoff,
                 mapping.clues_for(spec),
                 backend.clock,
+                spec.leaves_c_unread,
             )
             for event in _in_turns(check_turn, backend.sync, events):
                 if isinstance(event, CaseResult) and stage.every_term:

@@ -1,6 +1,6 @@
 """The cases the localizer runs a kernel on (autograder.judge.localize), drawn as the
 checker draws its own: NaN around the inputs, GUARD around C, C's elements at beta = 0
-SENTINEL. Each is run by a launch of the kernel's own contract (autograder.run.contract):
+SENTINEL (UNREAD_C for a kernel whose step leaves C unread then). Each is run by a launch of the kernel's own contract (autograder.run.contract):
 
 - a GEMM's (Product): launch(M, N, K, alpha, A, B, beta, C);
 - step 09's reduction's (Layers): launch(M, N, splits, alpha, partial, beta, C), its
@@ -19,8 +19,8 @@ from ..run.composed import graded_splits
 from ..run.faults import KernelFault
 from ..run.kernel import KernelSpec
 from .checker import (
-    ALPHA, GUARD, SENTINEL, Shape, _Inputs, _pad_for, _padded, elementwise_tolerance,
-    tolerance_factor,
+    ALPHA, GUARD, SENTINEL, UNREAD_C, Shape, _Inputs, _pad_for, _padded,
+    elementwise_tolerance, tolerance_factor,
 )  # fmt: skip
 
 
@@ -59,12 +59,12 @@ class Trial:
         return bool(right.all() and (c[:p] == GUARD).all() and (c[p + M * N :] == GUARD).all())
 
 
-def _c0(shape: Shape, beta: float, rng) -> np.ndarray:
-    """C before the launch: random where beta reads it, else SENTINEL (a thread that
-    writes nothing leaves it so)."""
+def _c0(shape: Shape, beta: float, rng, leaves_c_unread: bool) -> np.ndarray:
+    """C before the launch: random where beta reads it, else SENTINEL or UNREAD_C, as the
+    checker's (a thread that writes nothing leaves it so)."""
     if beta:
         return rng.standard_normal((shape.M, shape.N), dtype=np.float32)
-    return np.full((shape.M, shape.N), SENTINEL)
+    return np.full((shape.M, shape.N), UNREAD_C if leaves_c_unread else SENTINEL)
 
 
 @dataclass
@@ -75,8 +75,8 @@ class Product(Trial):
     b: np.ndarray
 
     @classmethod
-    def draw(cls, shape: Shape, beta: float, rng) -> Product:
-        drawn = _Inputs.draw(np, shape, beta, rng)  # as the checker draws its own
+    def draw(cls, shape: Shape, beta: float, rng, leaves_c_unread: bool = False) -> Product:
+        drawn = _Inputs.draw(np, shape, beta, rng, leaves_c_unread)  # as the checker's
         A64, B64 = drawn.A.astype(np.float64), drawn.B.astype(np.float64)
         C0 = drawn.C0
         expected = ALPHA * (A64 @ B64) + (beta * C0.astype(np.float64) if beta else 0.0)
@@ -98,10 +98,12 @@ class Layers(Trial):
     splits: int
 
     @classmethod
-    def draw(cls, shape: Shape, beta: float, splits: int, rng) -> Layers:
+    def draw(
+        cls, shape: Shape, beta: float, splits: int, rng, leaves_c_unread: bool = False
+    ) -> Layers:
         M, N = shape.M, shape.N
         layers = rng.standard_normal((splits, M, N), dtype=np.float32)
-        C0 = _c0(shape, beta, rng)
+        C0 = _c0(shape, beta, rng, leaves_c_unread)
         pad = _pad_for(shape)
         layers64, old = layers.astype(np.float64), beta * C0.astype(np.float64) if beta else 0.0
         expected = ALPHA * layers64.sum(axis=0) + old
@@ -126,10 +128,11 @@ LAYERS = (2, 5)
 def draw(spec: KernelSpec, shape: Shape, beta: float, rng) -> list[Trial]:
     """The trials of one case of spec's: a GEMM's one; a reduction's, one for each
     number of layers (LAYERS and the checker's own), all of which it must get right."""
+    unread = spec.leaves_c_unread
     if spec.contract != "reduce":
-        return [Product.draw(shape, beta, rng)]
+        return [Product.draw(shape, beta, rng, unread)]
     counts = sorted({graded_splits(shape.M, shape.N, shape.K), *LAYERS})
-    return [Layers.draw(shape, beta, splits, rng) for splits in counts]
+    return [Layers.draw(shape, beta, splits, rng, unread) for splits in counts]
 
 
 def drawn(spec: KernelSpec, cases, seed: int) -> list[Trial]:

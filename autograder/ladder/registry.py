@@ -128,6 +128,14 @@ class Step:
     # always 0): the checker also runs the kernel there, so that an index missing
     # that term cannot pass (judge.job.checks).
     every_term: Mapping[str, int] = field(default_factory=dict)
+    # Whether the kernel leaves C unread where beta = 0, as BLAS lets it (C may hold
+    # anything then: NaN, infinity). Steps 01 to 07 compute alpha * acc + beta * C
+    # always, as they teach; steps 08 and 09 do not read C then, and the checker gives
+    # them a C of infinity there (checker.UNREAD_C), so that a kernel of theirs that
+    # reads it (0 * inf is NaN) fails. tests/test_cpu_backend.py runs each step's own
+    # kernel with that C, to keep this true of them. (Of the steps beyond, 12 and 13
+    # leave C unread too, 10 and 11 do not; none is checked so yet.)
+    leaves_c_unread: bool = False
 
     def __post_init__(self):
         if self.language not in LANGUAGES:
@@ -466,6 +474,7 @@ LADDER: tuple[Step, ...] = (
             registers=_pipelined_registers,
         ),
         every_term=EVERY_WARP_TERM,
+        leaves_c_unread=True,
     ),
     Step(
         "09",
@@ -475,6 +484,7 @@ LADDER: tuple[Step, ...] = (
         # One thread per element of C, as in step 02.
         layout=partial(_fixed, block=(32, 8), tile=(8, 32)),
         contract="reduce",
+        leaves_c_unread=True,
     ),
 )
 

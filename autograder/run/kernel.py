@@ -69,6 +69,9 @@ class KernelSpec:
     # its tile (a kernel by others): the checker runs these, and the localizer shrinks
     # and confirms a case within them. None: every shape, as the course's steps are.
     shapes: tuple[tuple[int, int, int], ...] | None = None
+    # Whether the kernel must leave C unread where beta = 0 (registry.Step): the
+    # checker then gives it a C it cannot read without harm (checker.unread_c).
+    leaves_c_unread: bool = False
 
     @classmethod
     def from_step(cls, step: Step) -> "KernelSpec":
@@ -84,6 +87,7 @@ class KernelSpec:
             split_every_case=step.contract == "reduce",
             every_term=cls.from_step(every) if every else None,
             target=step.target,
+            leaves_c_unread=step.leaves_c_unread,
         )
 
     @property
@@ -236,6 +240,7 @@ def from_source(
     # geometry given by hand judges it as plain FP32, whatever the file is called.
     judged_as_step = step and (like or not (block or tile))
     roundoff = step.input_roundoff if judged_as_step else 0.0
+    unread = bool(judged_as_step and step.leaves_c_unread)
     kind = step.contract if step else "gemm"
     # A template instantiated at the step's parameters is checked at its every-term
     # parameters too; one whose arguments were given is checked as given.
@@ -244,7 +249,13 @@ def from_source(
     every_term = None
     if every and "<" in expression and expression == _instance(name, step):
         every_term = KernelSpec(
-            source, filename, _instance(name, every), every.geometry, roundoff, contract=kind
+            source,
+            filename,
+            _instance(name, every),
+            every.geometry,
+            roundoff,
+            contract=kind,
+            leaves_c_unread=unread,
         )
     return KernelSpec(
         source,
@@ -257,6 +268,7 @@ def from_source(
         kind == "reduce",
         every_term,
         step.target if step else None,
+        leaves_c_unread=unread,
     )
 
 
