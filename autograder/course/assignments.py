@@ -246,18 +246,20 @@ the GPU at hand.""",
         task="""\
 Write the body of `splitk_reduce`, which adds the layers up: for each element (row, col) of
 C, `C = alpha * (partial[0] + ... + partial[splits - 1]) + beta * C`, where layer s of that
-element is `partial[s * M * N + row * N + col]`. One thread per element of C, launched as in
-step 02 (`threadIdx.x` walks the columns). The checker runs it inside the whole GEMM: step
-08's kernel writes the layers, your kernel turns them into C, with K split in 2 to 4 layers
-on every shape. About 10 lines.""",
+element is `partial[s * M * N + row * N + col]`. With beta = 0, leave C unread, as step 08
+does: BLAS lets C hold anything then, and the checker's C holds infinity there. One thread
+per element of C, launched as in step 02 (`threadIdx.x` walks the columns). The checker runs
+it inside the whole GEMM: step 08's kernel writes the layers, your kernel turns them into C,
+with K split in 2 to 4 layers on every shape. About 10 lines.""",
         regions=("body",),
         hints=(
             "`row = blockIdx.y * blockDim.y + threadIdx.y`, `col = blockIdx.x * blockDim.x + "
             "threadIdx.x`; return when `row >= M || col >= N`.",
             "One layer is M × N floats, so layer s starts `s * M * N` floats in. With S layers "
             "that can pass 2³¹ floats: compute offsets in `size_t`.",
-            "Sum the layers in a `float`, then `C[i] = alpha * sum + beta * C[i]` once; with "
-            "beta = 0 leave C unread, as step 08 does (BLAS lets it hold anything then).",
+            "Sum the layers in a `float`, then `C[i] = alpha * sum + beta * C[i]` once, "
+            "where beta != 0; with beta = 0, `C[i] = alpha * sum` (0 * C[i] is NaN where C[i] "
+            "is infinity or NaN).",
         ),
     ),
     Assignment(
