@@ -416,8 +416,8 @@ def case_events(
         # run (step 09's GEMM on the CPU backend, a tile shape per launch in turn)
         # differs in its last bits, and no race is in that.
         # An element left at UNREAD_C (inf) is not apart from itself (nan_to_num).
-        first, second = (xp.nan_to_num(c, nan=0.0).astype(xp.float64) for c in (outcome.got, again))
-        apart = xp.abs(second - first)
+        once, twice = (xp.nan_to_num(c, nan=0.0).astype(xp.float64) for c in (outcome.got, again))
+        apart = xp.abs(twice - once)
         changed = (apart > outcome.tolerance) | (xp.isnan(again) != xp.isnan(outcome.got))
         outcome = replace(outcome, raced=bool(changed.any()))
     outcome = replace(outcome, cause=_index_cause(outcome, clues))

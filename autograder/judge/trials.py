@@ -1,6 +1,7 @@
 """The cases the localizer runs a kernel on (autograder.judge.localize), drawn as the
 checker draws its own: NaN around the inputs, GUARD around C, C's elements at beta = 0
-SENTINEL (UNREAD_C for a kernel whose step leaves C unread then). Each is run by a launch of the kernel's own contract (autograder.run.contract):
+SENTINEL (UNREAD_C for a kernel whose step leaves C unread then). Each is run by a launch
+of the kernel's own contract (autograder.run.contract):
 
 - a GEMM's (Product): launch(M, N, K, alpha, A, B, beta, C);
 - step 09's reduction's (Layers): launch(M, N, splits, alpha, partial, beta, C), its
