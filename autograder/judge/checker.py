@@ -41,6 +41,13 @@ SENTINEL = np.float32(-1.2345678e30)
 # told apart, element by element, from a NaN the kernel computed; a C left as it was
 # is still told by its value.
 UNREAD_C = np.float32(np.inf)
+
+
+def c_where_beta_is_0(leaves_c_unread: bool) -> np.float32:
+    """What C holds before a launch with beta = 0: UNREAD_C or SENTINEL."""
+    return UNREAD_C if leaves_c_unread else SENTINEL
+
+
 # The value in the bands around C: any change there is a write outside C.
 GUARD = np.float32(7.654321e29)
 U = 2.0**-24  # float32 unit roundoff
@@ -449,7 +456,7 @@ class _Inputs:
         C0 = (
             rng.standard_normal((M, N), dtype=np.float32)
             if beta
-            else xp.full((M, N), UNREAD_C if leaves_c_unread else SENTINEL, dtype=xp.float32)
+            else xp.full((M, N), c_where_beta_is_0(leaves_c_unread), dtype=xp.float32)
         )
         pad = _pad_for(shape)
         a_buf, b_buf = _padded(xp, A, np.nan, pad), _padded(xp, B, np.nan, pad)

@@ -20,7 +20,7 @@ from ..run.composed import graded_splits
 from ..run.faults import KernelFault
 from ..run.kernel import KernelSpec
 from .checker import (
-    ALPHA, GUARD, SENTINEL, UNREAD_C, Shape, _Inputs, _pad_for, _padded,
+    ALPHA, GUARD, Shape, _Inputs, _pad_for, _padded, c_where_beta_is_0,
     elementwise_tolerance, tolerance_factor,
 )  # fmt: skip
 
@@ -65,7 +65,7 @@ def _c0(shape: Shape, beta: float, rng, leaves_c_unread: bool) -> np.ndarray:
     checker's (a thread that writes nothing leaves it so)."""
     if beta:
         return rng.standard_normal((shape.M, shape.N), dtype=np.float32)
-    return np.full((shape.M, shape.N), UNREAD_C if leaves_c_unread else SENTINEL)
+    return np.full((shape.M, shape.N), c_where_beta_is_0(leaves_c_unread))
 
 
 @dataclass
