@@ -91,6 +91,16 @@
 // floats of a row (see the epilogue). Step 09 ran 2000x3001x100 at 91% of
 // cuBLAS with it and 79% without, 1001x777x513 at 93% and 87% (H200,
 // 2026-11-30, GPU time). In 256 x 128 tiles it made ptxas spill on sm_75.
+// BLOCKS is step 09's too: the fewest blocks an SM must hold, where a tile
+// shape is better served by another number than blocks_per_sm's (0 keeps
+// that). A product too small to fill the GPU gives a scheduler about one
+// warp, and then the time is that warp's latency: a budget of 64 registers
+// for 16 accumulators left ptxas no room to load ahead. With 2 instead of 8,
+// 32 x 64 tiles of 4 warps (94 registers) ran 128^3 at 99% of cuBLAS instead
+// of 88%, 256^3 at 97% instead of 82% and 512x512x128 at 106% instead of
+// 94% (H200, 2026-12-01, GPU time). Where an SM must hold many blocks at
+// once, the same freedom costs: blocks that no longer fit wait for a second
+// wave.
 // What each is worth in the final kernel: `python -m autograder bench
 // --ablation` (book/data/ablation_*).
 
@@ -217,10 +227,11 @@ __host__ __device__ constexpr int blocks_per_sm(int BM, int BN, int BK, int WM,
 // [docs:kernel]
 template <int BM, int BN, int BK, int WM, int WN, int WNITER, int TM, int TN,
           int SLIDE = 0, int RAGGED = 0, int SPREAD = 0, int GROUPS = 1,
-          int STAGE = 0>
-__global__ void __launch_bounds__(GROUPS * block_threads(BM, BN, WM, WN),
-                                  blocks_per_sm(BM, BN, BK, WM, WN, WNITER, TN,
-                                                GROUPS))
+          int STAGE = 0, int BLOCKS = 0>
+__global__ void __launch_bounds__(
+    GROUPS * block_threads(BM, BN, WM, WN),
+    BLOCKS ? BLOCKS
+           : blocks_per_sm(BM, BN, BK, WM, WN, WNITER, TN, GROUPS))
 sgemm_pipelining(int M, int N, int K, float alpha, const float* A,
                  const float* B, float beta, float* C) {
   // [docs:params]

@@ -30,7 +30,8 @@ def test_every_tile_shape_is_one_step_08_accepts_and_compiles_without_spilling(t
     step = registry.step("08").with_params(**by_shape.TILES[tiles])
     assert step.tuning.rules(step.params) == []
     specs = composed.gemm_specs((tiles,), arch)
-    assert set(specs) == {composed.gemm_key(tiles, N, K) for N in (16, 17) for K in (16, 17)}
+    BK = by_shape.TILES[tiles]["BK"]
+    assert set(specs) == {composed.gemm_key(tiles, N, K) for N in (16, 17) for K in (BK, BK + 1)}
     for spec in specs.values():
         compiled = compiler.compile_for_arch(
             spec.source, [spec.name_expression], arch, spec.filename
@@ -329,10 +330,10 @@ def test_a_tile_slid_back_inside_c_writes_only_its_own_part(tiles):
 
 @pytest.mark.slow
 def test_without_step_09s_parameters_step_08_is_the_kernel_without_their_lines():
-    """SLIDE = 0, RAGGED = 0, GROUPS = 1 and STAGE = 0, step 08's own: the same machine code
-    as its source with every line of the slide, the ragged end, the groups and the staged
-    epilogue removed, so that what was measured of step 08 before they existed still holds
-    (nvdisasm, sm_90)."""
+    """SLIDE = 0, RAGGED = 0, GROUPS = 1, STAGE = 0 and BLOCKS = 0, step 08's own: the same
+    machine code as its source with every line of the slide, the ragged end, the groups,
+    the staged epilogue and the chosen minimum of blocks removed, so that what was measured
+    of step 08 before they existed still holds (nvdisasm, sm_90)."""
     sass = pytest.importorskip("autograder.measure.sass")
     step = registry.step("08")
     src = step.source()
@@ -358,7 +359,8 @@ def test_without_step_09s_parameters_step_08_is_the_kernel_without_their_lines()
             "blockIdx.x * BN",
         ),
         ("      if (SLIDE && row < ownRow) continue;\n", ""),
-        ("__launch_bounds__(GROUPS * block_threads", "__launch_bounds__(block_threads"),
+        ("GROUPS * block_threads(BM, BN, WM, WN)", "block_threads(BM, BN, WM, WN)"),
+        ("BLOCKS ? BLOCKS\n           : blocks_per_sm", "blocks_per_sm"),
         (
             "  const unsigned runs = GROUPS * gridDim.z;\n"
             "  const int kPerLayer = (K + runs * BK - 1) / (runs * BK) * BK;\n"

@@ -69,7 +69,7 @@ GROUPS = {"32x32w2g4": 4, "32x64w4g2": 2, "64x128w8g2": 2}
 # large-K shapes lost 4 to 5 points, 64x64w8 at 128^3 and 333x777x129 1 to 2
 # (H100, 2026-11-27). With SLIDE = 0 the kernel compiles for sm_90 to the same
 # machine code as it did before SLIDE existed (nvdisasm, NVRTC 13.5).
-SLID = frozenset({"128x256", "128x128w16", "64x128w8", "32x64w4", *GROUPS})
+SLID = frozenset({"128x256", "128x128w16", "64x128w8", "32x64w4", "32x96w6", *GROUPS})
 # The tile shapes that, built for this architecture or a later one, slide and read
 # B's unaligned rows spread out too (kernels/08's SPREAD = 1: step 08's own rule
 # spreads only where that compiles without spilling on every architecture). Slid and
@@ -84,7 +84,7 @@ SPREAD = {"256x128": "sm_90"}
 # would only cost: its check changes what ptxas makes of the other loops (64x128w8
 # at 1024^3 99 instead of 101) (H100, 2026-11-27). In the tiles of 64 x 32 and 32 x 64
 # warps it spilled (sm_86, sm_75); the other small ones were not measured with it.
-RAGGED = frozenset({"64x128w8", "32x64w4", "64x128w8g2", "32x32w2g4"})
+RAGGED = frozenset({"64x128w8", "32x64w4", "64x128w8g2", "32x32w2g4", "32x96w6"})
 TILES: dict[str, dict[str, int]] = {
     "256x128": dict(registry.step("08").params),
     "128x256": dict(registry.step("08").params, BM=128, BN=256, WM=32, WN=64),
@@ -96,10 +96,21 @@ TILES: dict[str, dict[str, int]] = {
     "64x64": dict(BM=64, BN=64, BK=16, WM=32, WN=32, WNITER=1, TM=8, TN=4),
     "64x64w8": dict(BM=64, BN=64, BK=16, WM=16, WN=32, WNITER=1, TM=4, TN=4),
     "32x64w4": dict(BM=32, BN=64, BK=16, WM=16, WN=32, WNITER=1, TM=4, TN=4),
+    "32x96w6": dict(BM=32, BN=96, BK=24, WM=16, WN=32, WNITER=1, TM=4, TN=4),
     "64x128w8g2": dict(BM=64, BN=128, BK=16, WM=32, WN=32, WNITER=1, TM=8, TN=4),
     "32x64w4g2": dict(BM=32, BN=64, BK=16, WM=16, WN=32, WNITER=1, TM=4, TN=4),
     "32x32w2g4": dict(BM=32, BN=32, BK=16, WM=16, WN=32, WNITER=1, TM=4, TN=4),
 }
+# The tile shapes whose launch bounds ask an SM for fewer blocks than kernels/08's
+# blocks_per_sm (its BLOCKS), so that ptxas may give each thread more registers, in %
+# of cuBLAS against the kernel's own bounds: 32x64w4 (2, not 8) at 128^3 99.0 (87.6),
+# 256^3 96.8 (82.3), 512x512x128 105.5 (93.9), 301x703x97 96.5 (90.8); 32x32w2g4 (2,
+# not 3) at 128^3 123.6 (118.6), 256^3 139.9 (135.5), 200x500x129 108.8 (101.9), though
+# at 333x777x257 82.7 (87.9), where 32x96w6 runs instead. 32x96w6, 6 warps whose BK of
+# 24 gives each thread whole float4s to copy, ran 333x777x129 at 99.0 with 3 (96
+# registers) and 98.8 with 4 (80), 333x777x257 at 94.7 and 96.3, 333x777x65 at 98.6 and
+# 96.0; with blocks_per_sm's 5 it spilled (H200, 2026-12-01, GPU time, unsplit).
+BLOCKS = {"32x64w4": 2, "32x32w2g4": 2, "32x96w6": 3}
 # Step 08's own kernel, exactly: its 256 x 128 tiles without SLIDE or SPREAD, which
 # step 09's "256x128" has on an sm_90 GPU. It is what the untuned rule keeps (SAFE),
 # so that where the rule keeps step 08's plan it runs step 08, and is never slower

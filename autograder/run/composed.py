@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
 from ..ladder import registry
-from .by_shape import GROUPS, RAGGED, SLID, SPREAD, STAGED, TILES, Bands, Plan
+from .by_shape import BLOCKS, GROUPS, RAGGED, SLID, SPREAD, STAGED, TILES, Bands, Plan
 from .kernel import KernelSpec
 
 
@@ -32,11 +32,11 @@ def gemm_specs(
     """Step 08's course kernel at each of these tile shapes, built for `arch` (None: for
     any), with its defaulted template arguments: SLIDE = 1 for those of SLID, SLIDE and
     SPREAD = 1 for those of SPREAD where arch is the one named there or later, GROUPS for
-    those of GROUPS (blocks of that many times the threads); and twins, keyed as gemm_key
-    names them: for those of RAGGED, with RAGGED = 1, and for those of STAGED, with STAGE
-    = 1 (of each, and of the RAGGED twin). Where it is not needed, a twin's check
-    changes what ptxas makes of the other loops, for the worse: each runs only where
-    its shapes need it."""
+    those of GROUPS (blocks of that many times the threads), BLOCKS for those of BLOCKS;
+    and twins, keyed as gemm_key names them: for those of RAGGED, with RAGGED = 1, and
+    for those of STAGED, with STAGE = 1 (of each, and of the RAGGED twin). Where it is
+    not needed, a twin's check changes what ptxas makes of the other loops, for the
+    worse: each runs only where its shapes need it."""
     step = registry.step("08")
     specs = {}
     for name in tiles:
@@ -52,8 +52,9 @@ def gemm_specs(
         for ragged, staged in itertools.product(
             (0, 1) if name in RAGGED else (0,), (0, 1) if name in STAGED else (0,)
         ):
-            flags = [int(name in SLID or spread), ragged, int(spread), groups, staged]
-            while flags and flags[-1] == (0, 0, 0, 1, 0)[len(flags) - 1]:  # defaults left out
+            blocks = BLOCKS.get(name, 0)
+            flags = [int(name in SLID or spread), ragged, int(spread), groups, staged, blocks]
+            while flags and flags[-1] == (0, 0, 0, 1, 0, 0)[len(flags) - 1]:  # defaults left out
                 flags.pop()
             expression = tiled.instantiation(*flags)
             specs[_twin(name, ragged, staged)] = replace(
