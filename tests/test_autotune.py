@@ -258,6 +258,19 @@ def test_the_cache_is_keyed_by_the_gpu_the_versions_and_the_kernels_source(tmp_p
 
 
 @pytest.mark.parametrize(
+    "flags, tiles", [("BLOCKS", "32x64w4"), ("GROUPS", "32x32w2g4")]
+)  # fmt: skip
+def test_plans_cached_for_other_tile_flags_are_not_kept(monkeypatch, flags, tiles):
+    """A plan's speed is its kernels' with every flag step 09 builds them with: a change
+    to any of them (the fewest blocks an SM must hold, the groups of a block) makes
+    another cache, as a change to a kernel's source does."""
+    before = autotune.source_hash()
+    table = getattr(by_shape, flags)
+    monkeypatch.setitem(table, tiles, table[tiles] + 1)
+    assert autotune.source_hash() != before
+
+
+@pytest.mark.parametrize(
     "text", ["{not json", json.dumps({"version": 1, "key": 3}), "[]",
              json.dumps({"version": 99})]
 )  # fmt: skip

@@ -181,16 +181,22 @@ def test_untuned_step_09_is_never_slower_than_step_08_alone_beyond_noise(path):
         assert ours.gflops >= (1 - 3 * noise) * theirs.gflops, (M, N, K)
 
 
-def test_a_row_records_which_version_of_its_steps_kernel_ran():
+def test_a_row_records_which_version_of_its_steps_kernel_ran(monkeypatch):
     """A step's rows (an ablation variant's too) carry the fingerprint of the step's file
-    as it was when timed; a kernel of no step, its own source's."""
+    as it was when timed; a kernel of no step, its own source's. Step 09's carry that of
+    all it runs: step 08's kernel at each of by_shape's tile shapes, with their flags."""
     from autograder.ladder import registry
     from autograder.measure import ablation
+    from autograder.run import by_shape
     from autograder.run.kernel import KernelSpec
 
     step = registry.step("08")
-    assert bench._source(KernelSpec.from_step(step)) == step.fingerprint
+    assert bench.spec_fingerprint(KernelSpec.from_step(step)) == step.fingerprint
     (variant, *_) = ablation.variants("08")
-    assert bench._source(ablation.spec(variant)) == step.fingerprint
+    assert bench.spec_fingerprint(ablation.spec(variant)) == step.fingerprint
     mine = KernelSpec('extern "C" __global__ void mine() {}', "mine.cu", "mine", step.geometry)
-    assert bench._source(mine) == registry.fingerprint(mine.source) != step.fingerprint
+    assert bench.spec_fingerprint(mine) == registry.fingerprint(mine.source) != step.fingerprint
+    by_shape_09 = bench.spec_fingerprint(KernelSpec.from_step(registry.step("09")))
+    assert by_shape_09 not in (registry.step("09").fingerprint, step.fingerprint)
+    monkeypatch.setitem(by_shape.BLOCKS, "32x64w4", by_shape.BLOCKS["32x64w4"] + 1)
+    assert bench.spec_fingerprint(KernelSpec.from_step(registry.step("09"))) != by_shape_09

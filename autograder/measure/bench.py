@@ -38,7 +38,7 @@ from ..judge.checker import ALPHA, SENTINEL
 from ..judge.timing import NOISY_ERROR, Verifier, gflops, sample
 from ..ladder import registry
 from ..ladder.registry import DATA_DIR
-from ..run import gpu, gpu_lock, paths
+from ..run import composed, gpu, gpu_lock, paths
 from ..run.kernel import KernelSpec
 from . import typed_csv
 
@@ -175,7 +175,7 @@ def bench(
         )
         for name, spec in specs.items()
     }
-    sources = {name: _source(spec) for name, spec in specs.items()}
+    sources = {name: spec_fingerprint(spec) for name, spec in specs.items()}
     rng = cupy.random.default_rng()
     rows = []
     for M, N, K in tqdm(list(map(parse_size, sizes)), disable=not progress, unit="shape"):
@@ -266,11 +266,18 @@ def bench(
     return rows
 
 
-def _source(spec: KernelSpec) -> str:
-    """The fingerprint of the file of the step spec's kernel is (a variant's too), or of
-    spec's own source where it is no step's."""
+def spec_fingerprint(spec: KernelSpec) -> str:
+    """The fingerprint of the step spec's kernel is (a variant's too: see fingerprint),
+    or of spec's own source where it is no step's."""
     step = registry.step_of_kernel(spec.filename, spec.name_expression)
-    return step.fingerprint if step else registry.fingerprint(spec.source)
+    return fingerprint(step) if step else registry.fingerprint(spec.source)
+
+
+def fingerprint(step: registry.Step) -> str:
+    """The version of the code a step's figures were measured with: its file's
+    fingerprint, and for step 09 that of all it runs (composed.fingerprint), most of
+    which is step 08's kernel at by_shape's tile shapes."""
+    return composed.fingerprint() if step.id == "09" else step.fingerprint
 
 
 def table(rows: list[Row]) -> str:

@@ -7,7 +7,7 @@ shared-memory wavefronts and bank conflicts, achieved occupancy and the top
 reasons warps stalled. ncu is given `--clock-control none`: the GPU's clocks are
 left as they are, as for every timing in the course. Rows merge into
 book/data/profile_<gpu>.csv, with the GPU, date and versions, beside bench's, and the
-kernel's fingerprint (registry.fingerprint): the book says so where it shows a profile of
+kernel's fingerprint (bench.spec_fingerprint): the book says so where it shows a profile of
 an earlier version of a kernel.
 
 Where ncu is missing, or cannot read the counters (some virtual machines), the
@@ -26,10 +26,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..judge.checker import ALPHA
-from ..ladder.registry import fingerprint
 from ..run import cuda_tools
 from ..run.kernel import KernelSpec
-from .bench import DATA_DIR, parse_size
+from .bench import DATA_DIR, parse_size, spec_fingerprint
 
 TIMEOUT_S = 600.0
 SECTIONS = ("SpeedOfLight", "MemoryWorkloadAnalysis_Tables", "Occupancy", "WarpStateStats")
@@ -83,7 +82,7 @@ class Profile:
     size: str
     values: dict[str, float]  # by COLUMNS' names; a metric ncu did not give is absent
     stalls: list[tuple[str, float]]  # the top reasons, cycles stalled per issued instruction
-    source: str  # the kernel's fingerprint (registry.fingerprint)
+    source: str  # the kernel's fingerprint (bench.spec_fingerprint)
 
 
 def profile(name: str, spec: KernelSpec, size: str, scratch: Path) -> Profile:
@@ -113,7 +112,7 @@ def profile(name: str, spec: KernelSpec, size: str, scratch: Path) -> Profile:
     if row is None:
         said = (result.stdout + result.stderr).strip().splitlines()
         raise ProfilerUnavailable("ncu gave no counters: " + " / ".join(said[-4:]))
-    return Profile(name, f"{M}x{N}x{K}", _values(row), _stalls(row), fingerprint(spec.source))
+    return Profile(name, f"{M}x{N}x{K}", _values(row), _stalls(row), spec_fingerprint(spec))
 
 
 def ncu_command(executable: str, spec: KernelSpec, work: Path) -> list[str]:

@@ -49,7 +49,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from statistics import geometric_mean
 
-from ..ladder import hardware, registry
+from ..ladder import hardware
 from . import by_shape, composed, shape_timer
 from .by_shape import Bands, Plan
 
@@ -81,26 +81,11 @@ def cache_dir() -> Path:
 
 
 def source_hash() -> str:
-    """What the plans' speed depends on in the course itself: step 08's and step 09's
-    kernels, the tile shapes with their flags, and the shape classes."""
-    h = hashlib.sha256()
-    for step in ("08", "09"):
-        h.update(registry.step(step).path.read_bytes())
-    h.update(
-        json.dumps(
-            [
-                by_shape.TILES,
-                sorted(by_shape.SLID),
-                by_shape.SPREAD,
-                sorted(by_shape.RAGGED),
-                by_shape.WAVE_BOUNDS,
-                by_shape.K_BOUNDS,
-                by_shape.TABLE_VERSION,
-            ],
-            sort_keys=True,
-        ).encode()
-    )
-    return h.hexdigest()
+    """What the plans' speed depends on in the course itself: the code step 09 runs
+    (composed.fingerprint: step 08's and step 09's kernels, the tile shapes with all
+    their flags) and the shape classes."""
+    classes = [by_shape.WAVE_BOUNDS, by_shape.K_BOUNDS, by_shape.TABLE_VERSION]
+    return hashlib.sha256(f"{composed.fingerprint()} {json.dumps(classes)}".encode()).hexdigest()
 
 
 @dataclass(frozen=True)

@@ -63,6 +63,17 @@ def gemm_specs(
     return specs
 
 
+def fingerprint() -> str:
+    """Step 09's code as it runs, in registry.fingerprint's 12 hex digits: step 08's
+    kernel and step 09's reduction, and every GEMM gemm_specs builds (its key, template
+    arguments and block; SPREAD's architectures). Step 09's own file is its reduction
+    alone: a change to step 08's kernel or to by_shape's tile shapes or their flags
+    changes what step 09 runs, and this with it."""
+    gemms = [(key, s.name_expression, s.geometry.block) for key, s in gemm_specs().items()]
+    code = [registry.step(step).source() for step in ("08", "09")]
+    return registry.fingerprint("\n".join([*code, repr(gemms), repr(sorted(SPREAD.items()))]))
+
+
 def graded_splits(M: int, N: int, K: int) -> int:
     """2, 3 or 4 layers, varying from shape to shape: a graded reduction runs on every
     shape, and one that assumes a number of layers is wrong somewhere."""

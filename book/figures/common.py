@@ -88,7 +88,7 @@ def measured_earlier(rows: list[bench.Row]) -> str:
     stale = {}
     for r in rows:
         step = r.kernel[:2]
-        if r.source and step.isdigit() and r.source != registry.step(step).fingerprint:
+        if r.source and step.isdigit() and r.source != bench.fingerprint(registry.step(step)):
             stale.setdefault(step, set()).add(r.date)
     return f" {_earlier(stale, 'measured')}" if stale else ""
 
@@ -245,7 +245,7 @@ def profile_row(step, size=LARGEST) -> dict:
         (reason, float(cycles))
         for reason, cycles in (s.rsplit(" ", 1) for s in raw["top_stalls"].split("; ") if s)
     ]
-    row["earlier"] = raw["source"] != registry.step(name).fingerprint
+    row["earlier"] = raw["source"] != bench.fingerprint(registry.step(name))
     return row
 
 
