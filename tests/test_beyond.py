@@ -277,6 +277,20 @@ def test_beyond_kernel_passes_the_whole_suite(step):
 
 
 @pytest.mark.gpu
+@by_name
+def test_a_beyond_step_leaves_c_unread_where_beta_is_0_as_the_registry_says(step):
+    """Given a C of infinity where beta = 0, a step that leaves C unread there
+    (registry.Step.leaves_c_unread) passes, one that computes beta * C makes NaN of it
+    (0 * inf), and is told so (the CPU backend checks steps 01 to 09 so)."""
+    if reason := _newer_gpu_than(step):
+        pytest.skip(reason)
+    spec = replace(KernelSpec.from_step(step), leaves_c_unread=True)
+    zero = [c for c in judge.check(spec, shapes=checker.MEDIUM).cases if not c.beta]
+    assert zero and all(c.ok == step.leaves_c_unread for c in zero), [c.message for c in zero]
+    assert all(c.ok or c.message.startswith(checker.READ_UNREAD_C) for c in zero)
+
+
+@pytest.mark.gpu
 def test_tf32_kernel_fails_the_fp32_tolerance():
     """The TF32 step's looser tolerance is what lets it pass, so it is needed."""
     step = registry.step("11")

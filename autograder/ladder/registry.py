@@ -130,11 +130,11 @@ class Step:
     every_term: Mapping[str, int] = field(default_factory=dict)
     # Whether the kernel leaves C unread where beta = 0, as BLAS lets it (C may hold
     # anything then: NaN, infinity). Steps 01 to 07 compute alpha * acc + beta * C
-    # always, as they teach; steps 08 and 09 do not read C then, and the checker gives
-    # them a C of infinity there (checker.UNREAD_C), so that a kernel of theirs that
-    # reads it (0 * inf is NaN) fails. tests/test_cpu_backend.py runs each step's own
-    # kernel with that C, to keep this true of them. (Of the steps beyond, 12 and 13
-    # leave C unread too, 10 and 11 do not; none is checked so yet.)
+    # always, as they teach; steps 08, 09, 12 and 13 do not read C then, and the checker
+    # gives them a C of infinity there (checker.UNREAD_C), so that a kernel of theirs
+    # that reads it (0 * inf is NaN) fails. tests/test_cpu_backend.py runs the own
+    # kernels of 01 to 09 with that C, to keep this true of them, and tests/test_gpu.py
+    # those of 12 and 13 (10 and 11 read C always, as steps 01 to 07 do).
     leaves_c_unread: bool = False
 
     def __post_init__(self):
@@ -586,6 +586,7 @@ BEYOND: tuple[Step, ...] = (
         min_arch="sm_90a",
         input_roundoff=TF32_TRUNCATED_ROUNDOFF,
         contract="tma",
+        leaves_c_unread=True,
     ),
     Step(
         "13",
@@ -598,6 +599,7 @@ BEYOND: tuple[Step, ...] = (
         layout=partial(_warpgroup_tiles, a_buffers=2),
         min_arch="sm_90a",
         contract="tma",
+        leaves_c_unread=True,
     ),
 )
 # Every numbered step, and every CUDA kernel (what NVRTC compiles).

@@ -12,7 +12,7 @@ where it runs there, else on a GPU that runs it.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..ladder import registry
 from ..run.kernel import KernelSpec, NotOnce, substituted
@@ -28,6 +28,9 @@ class Variant:
     substitutions: tuple[tuple[str, str], ...] = ()
     params: Mapping[str, int] = field(default_factory=dict)  # changed template parameters
     step: str = STEP  # whose kernel it changes
+    # Whether the variant reads C where beta = 0, which its step does not: the
+    # checker then gives it a C it may read (checker.c_where_beta_is_0).
+    reads_c: bool = False
 
     @property
     def label(self) -> str:
@@ -99,6 +102,7 @@ VARIANTS = (
         "skipping C when beta = 0 (C read and scaled by 0)",
         (("const bool readC = beta != 0.0f;", "const bool readC = true;"),),
         step="12",
+        reads_c=True,
     ),
     # Step 13 (kernels/13_wgmma_3xtf32.cu): what its FP32 accuracy costs.
     Variant(
@@ -156,11 +160,12 @@ def variants(step: str = STEP) -> tuple[Variant, ...]:
 def spec(variant: Variant) -> KernelSpec:
     step = registry.step(variant.step).with_params(**variant.params)
     try:
-        return substituted(KernelSpec.from_step(step), variant.substitutions)
+        spec = substituted(KernelSpec.from_step(step), variant.substitutions)
     except NotOnce as e:
         raise StaleVariant(
             f"'{variant.label}': {e}: update autograder/measure/ablation.py"
         ) from None
+    return replace(spec, leaves_c_unread=spec.leaves_c_unread and not variant.reads_c)
 
 
 def specs(step: str = STEP) -> dict[str, KernelSpec]:
