@@ -133,8 +133,8 @@ class Step:
     # always, as they teach; steps 08, 09, 12 and 13 do not read C then, and the checker
     # gives them a C of infinity there (checker.UNREAD_C), so that a kernel of theirs
     # that reads it (0 * inf is NaN) fails. tests/test_cpu_backend.py runs the own
-    # kernels of 01 to 09 with that C, to keep this true of them, and tests/test_gpu.py
-    # those of 12 and 13 (10 and 11 read C always, as steps 01 to 07 do).
+    # kernels of 01 to 09 with that C, to keep this true of them, and tests/test_beyond.py
+    # those of 10 to 13 on a GPU (10 and 11 read C always, as steps 01 to 07 do).
     leaves_c_unread: bool = False
 
     def __post_init__(self):
