@@ -63,6 +63,11 @@ REDUCTION_MISTAKES = {
     "alpha times the old C": (
         ("? beta * C[i]", "? alpha * C[i]"), "uses alpha for beta"
     ),
+    # No single-point rule turns N into the local `layer`; the step's statement, one
+    # token apart, does, and the message names the learner's token, not the step's.
+    "each layer N floats after the one before, not M * N": (
+        ("partial[s * layer + i]", "partial[s * N + i]"), "should not use N there"
+    ),
 }  # fmt: skip
 
 

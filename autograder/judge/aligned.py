@@ -134,6 +134,15 @@ def _outermost(nodes: list) -> list:
             if not any(inside(n, a, b) for a, b in spans - {(n.start_byte, n.end_byte)})]
 
 
+def _one_token(mine: str, step: str) -> tuple[str, str]:
+    """(the learner's token, the step's) where the two texts differ in that one token
+    alone (a name, a number or an operator), so that a message can say which of the
+    learner's tokens is wrong; else ("", "")."""
+    a, b = (re.findall(r"\w+|\S", t) for t in (mine, step))
+    differ = [(x, y) for x, y in zip(a, b) if x != y]
+    return differ[0] if len(a) == len(b) and len(differ) == 1 else ("", "")
+
+
 def _one_line(text: str) -> str:
     """A statement on one line, so that it keeps the lines of what it replaces; a
     #pragma in it (unroll) is left out, as it would end on the line it begins."""
@@ -147,13 +156,13 @@ def _replaced(ours: Kernel, node, theirs: Kernel, statement) -> Edit | None:
         mine, step = _value(node), _value(statement)
         if mine is None or step is None or ours.text(mine[0]) != theirs.text(step[0]):
             return None  # another variable: not this declaration's value
-        value = mine[1]
-        return Edit(value.start_byte, value.end_byte, _one_line(theirs.text(step[1])),
-                    ours.line(value), "replace statement", ours.text(value))  # fmt: skip
+        value, text = mine[1], _one_line(theirs.text(step[1]))
+        return Edit(value.start_byte, value.end_byte, text, ours.line(value), "replace statement",
+                    ours.text(value), swapped=_one_token(ours.text(value), text))  # fmt: skip
     before = ours.text(node)
     text = _one_line(theirs.text(statement)) + "\n" * before.count("\n")
     return Edit(node.start_byte, node.end_byte, text, ours.line(node), "replace statement", before,
-                "statement")  # fmt: skip
+                "statement", _one_token(before, text))  # fmt: skip
 
 
 def _part_replaced(ours: Kernel, node, theirs: Kernel, statement) -> Edit | None:
@@ -170,8 +179,9 @@ def _part_replaced(ours: Kernel, node, theirs: Kernel, statement) -> Edit | None
     mine, step = _part(node, differ[0]), _part(statement, differ[0])
     if mine is None or step is None:
         return None
-    return Edit(mine.start_byte, mine.end_byte, _one_line(theirs.text(step)), ours.line(mine),
-                "replace statement", ours.text(mine))  # fmt: skip
+    text = _one_line(theirs.text(step))
+    return Edit(mine.start_byte, mine.end_byte, text, ours.line(mine), "replace statement",
+                ours.text(mine), swapped=_one_token(ours.text(mine), text))  # fmt: skip
 
 
 def _part(node, field: str):

@@ -324,12 +324,31 @@ def _repair_words(confirmed, where) -> str:
     old, new = r.swapped
     if r.operator == "dimension" and new:
         said = f"`{shown}` at {at} uses {old} where it should use {new}"
+    if r.operator == "replace statement" and old:  # the step's statement, one token apart
+        said = _one_token_words(shown, at, old, new)
     if r.operator == "relational" and {old, new} in ({"<", "<="}, {">", ">="}):
         said = f"the comparison `{shown}` at {at} is off by one"
     also = [where(n) for n in lines if n != r.line]
     if also:  # another line of the same statement (a loop's step, for its bound)
         return f"{said} ({REPAIRED}; so does one at {', '.join(also)}, in the same statement)"
     return f"{said} ({REPAIRED})"
+
+
+# The matrices' dimensions, as every contract names them (run.contract).
+_DIMENSIONS = ("M", "N", "K")
+
+
+def _one_token_words(shown: str, at: str, old: str, new: str) -> str:
+    """Which of the learner's tokens is wrong, where a statement differs from the step's
+    in that one: a dimension named as the dimension rule names it, anything else
+    without what it should be."""
+    if new in _DIMENSIONS:
+        return f"`{shown}` at {at} uses {old} where it should use {new}"
+    if re.fullmatch(r"[A-Za-z_]\w*", old):
+        return f"`{shown}` at {at} should not use {old} there"
+    if re.fullmatch(r"\w+", old):
+        return f"a constant in `{shown}` at {at} is off"
+    return f"an operator in `{shown}` at {at} is the wrong one"
 
 
 def _explains_all(found: Diagnosis, failing: list) -> bool:
