@@ -711,6 +711,24 @@ def test_a_statement_put_whole_over_two_lines_names_the_line_it_changes(text, li
     assert localize._where_it_changes(repair, edit).line == line
 
 
+@pytest.mark.parametrize("mine, step, token", [
+    ("sum += p[s * N + i];", "sum += p[s * layer + i];", ("N", "layer")),
+    ("if (s <= n) x = 0;", "if (s < n) x = 0;", ("<=", "<")),  # the parser's tokens
+    ("x = 1.0f * y;", "x = 2.0f * y;", ("1.0f", "2.0f")),
+    ("sum += p[s * N + j];", "sum += p[s * layer + i];", ("", "")),  # two apart
+    ("sum += p[N + i];", "sum += p[s * layer + i];", ("", "")),  # not one for one
+])  # fmt: skip
+def test_a_statement_one_token_from_the_steps_says_which(mine, step, token):
+    from autograder.judge.scopes import Kernel
+
+    def statement(body):
+        k = Kernel.parse(f"__global__ void f(float* p, int N, int n) {{ {body} }}")
+        block = next(n for n in k.source.root.named_children if n.type == "function_definition")
+        return k, block.child_by_field_name("body").named_children[0]
+
+    assert aligned._one_token(*statement(mine), *statement(step)) == token
+
+
 def test_a_twins_name_no_pair_gives_is_read_by_the_letter_the_pairs_exchange():
     # A's tile store lost its row term. B's store has it with BN, a name no token of A's
     # statement pairs with; N standing for K in the global index says BN reads BK.

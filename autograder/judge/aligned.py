@@ -134,11 +134,12 @@ def _outermost(nodes: list) -> list:
             if not any(inside(n, a, b) for a, b in spans - {(n.start_byte, n.end_byte)})]
 
 
-def _one_token(mine: str, step: str) -> tuple[str, str]:
-    """(the learner's token, the step's) where the two texts differ in that one token
-    alone (a name, a number or an operator), so that a message can say which of the
-    learner's tokens is wrong; else ("", "")."""
-    a, b = (re.findall(r"\w+|\S", t) for t in (mine, step))
+def _one_token(ours: Kernel, mine, theirs: Kernel, step) -> tuple[str, str]:
+    """(the learner's token, the step's) where the two nodes differ in that one token
+    alone (a name, a number or an operator: the parser's leaves), so that a message can
+    say which of the learner's tokens is wrong; else ("", "")."""
+    a, b = ([k.text(n) for n in walk(node) if n.child_count == 0 and n.type != "comment"]
+            for k, node in ((ours, mine), (theirs, step)))  # fmt: skip
     differ = [(x, y) for x, y in zip(a, b) if x != y]
     return differ[0] if len(a) == len(b) and len(differ) == 1 else ("", "")
 
@@ -158,11 +159,11 @@ def _replaced(ours: Kernel, node, theirs: Kernel, statement) -> Edit | None:
             return None  # another variable: not this declaration's value
         value, text = mine[1], _one_line(theirs.text(step[1]))
         return Edit(value.start_byte, value.end_byte, text, ours.line(value), "replace statement",
-                    ours.text(value), swapped=_one_token(ours.text(value), text))  # fmt: skip
+                    ours.text(value), swapped=_one_token(ours, value, theirs, step[1]))  # fmt: skip
     before = ours.text(node)
     text = _one_line(theirs.text(statement)) + "\n" * before.count("\n")
     return Edit(node.start_byte, node.end_byte, text, ours.line(node), "replace statement", before,
-                "statement", _one_token(before, text))  # fmt: skip
+                "statement", _one_token(ours, node, theirs, statement))  # fmt: skip
 
 
 def _part_replaced(ours: Kernel, node, theirs: Kernel, statement) -> Edit | None:
@@ -181,7 +182,7 @@ def _part_replaced(ours: Kernel, node, theirs: Kernel, statement) -> Edit | None
         return None
     text = _one_line(theirs.text(step))
     return Edit(mine.start_byte, mine.end_byte, text, ours.line(mine), "replace statement",
-                ours.text(mine), swapped=_one_token(ours.text(mine), text))  # fmt: skip
+                ours.text(mine), swapped=_one_token(ours, mine, theirs, step))  # fmt: skip
 
 
 def _part(node, field: str):
