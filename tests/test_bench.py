@@ -184,10 +184,11 @@ def test_untuned_step_09_is_never_slower_than_step_08_alone_beyond_noise(path):
 def test_a_row_records_which_version_of_its_steps_kernel_ran(monkeypatch):
     """A step's rows (an ablation variant's too) carry the fingerprint of the step's file
     as it was when timed; a kernel of no step, its own source's. Step 09's carry that of
-    all it runs: step 08's kernel at each of by_shape's tile shapes, with their flags."""
+    all it runs: step 08's kernel at each of by_shape's tile shapes, with their flags;
+    and so do a tensor-core step's, at a shape where it ran step 09's FP32 GEMM."""
     from autograder.ladder import registry
     from autograder.measure import ablation
-    from autograder.run import by_shape
+    from autograder.run import by_shape, paths
     from autograder.run.kernel import KernelSpec
 
     step = registry.step("08")
@@ -198,5 +199,9 @@ def test_a_row_records_which_version_of_its_steps_kernel_ran(monkeypatch):
     assert bench.spec_fingerprint(mine) == registry.fingerprint(mine.source) != step.fingerprint
     by_shape_09 = bench.spec_fingerprint(KernelSpec.from_step(registry.step("09")))
     assert by_shape_09 not in (registry.step("09").fingerprint, step.fingerprint)
+    # A tensor-core step's row is of step 09's code where it ran step 09's FP32 GEMM.
+    tensor = registry.step("13")
+    assert bench.fingerprint(tensor) == tensor.fingerprint != by_shape_09
+    assert bench.fingerprint(tensor, paths.FP32) == by_shape_09
     monkeypatch.setitem(by_shape.BLOCKS, "32x64w4", by_shape.BLOCKS["32x64w4"] + 1)
     assert bench.spec_fingerprint(KernelSpec.from_step(registry.step("09"))) != by_shape_09

@@ -91,8 +91,9 @@ class Row:
     # is the kernel itself, and in files written before the column was.
     path: str = ""
     # Which version of the kernel ran: the fingerprint of its step's file as it was
-    # (registry.fingerprint; an ablation variant's, of the file it was made from), so
-    # that the book can say when a figure is of an earlier version; "" for cuBLAS's.
+    # (registry.fingerprint; an ablation variant's, of the file it was made from), or
+    # of all step 09 runs where that ran (fingerprint), so that the book can say when
+    # a figure is of an earlier version; "" for cuBLAS's.
     source: str = ""
 
     @property
@@ -176,6 +177,7 @@ def bench(
         for name, spec in specs.items()
     }
     sources = {name: spec_fingerprint(spec) for name, spec in specs.items()}
+    step_09 = composed.fingerprint()  # what a tensor-core step's FP32 path runs
     rng = cupy.random.default_rng()
     rows = []
     for M, N, K in tqdm(list(map(parse_size, sizes)), disable=not progress, unit="shape"):
@@ -260,7 +262,7 @@ def bench(
                     len(cublas.seconds),
                     round(100 * cublas.noise, 2),
                     path_of.get(name, ""),
-                    sources.get(name, ""),
+                    step_09 if path_of.get(name) == paths.FP32 else sources.get(name, ""),
                 )
             )
     return rows
@@ -273,11 +275,13 @@ def spec_fingerprint(spec: KernelSpec) -> str:
     return fingerprint(step) if step else registry.fingerprint(spec.source)
 
 
-def fingerprint(step: registry.Step) -> str:
-    """The version of the code a step's figures were measured with: its file's
-    fingerprint, and for step 09 that of all it runs (composed.fingerprint), most of
-    which is step 08's kernel at by_shape's tile shapes."""
-    return composed.fingerprint() if step.id == "09" else step.fingerprint
+def fingerprint(step: registry.Step, path: str = "") -> str:
+    """The version of the code a step's figure was measured with: its file's
+    fingerprint; for step 09, and for a tensor-core step where it ran step 09's FP32
+    GEMM (a row's path, paths.FP32), that of all step 09 runs (composed.fingerprint),
+    most of which is step 08's kernel at by_shape's tile shapes."""
+    fp32 = step.id == "09" or path == paths.FP32
+    return composed.fingerprint() if fp32 else step.fingerprint
 
 
 def table(rows: list[Row]) -> str:

@@ -83,12 +83,15 @@ def provenance(rows: list[bench.Row]) -> str:
 
 def measured_earlier(rows: list[bench.Row]) -> str:
     """What a page says under figures of earlier versions of their kernels (a row's
-    fingerprint is not its step's file's today), as a sentence after a space; nothing
-    where every row is of the kernel as it is, or of no step (cuBLAS)."""
+    fingerprint is not what bench.fingerprint gives for its step and path today), as a
+    sentence after a space; nothing where every row is of the code as it is, or of no
+    step (cuBLAS)."""
     stale = {}
     for r in rows:
         step = r.kernel[:2]
-        if r.source and step.isdigit() and r.source != bench.fingerprint(registry.step(step)):
+        if r.source and step.isdigit() and r.source != bench.fingerprint(
+            registry.step(step), r.path
+        ):
             stale.setdefault(step, set()).add(r.date)
     return f" {_earlier(stale, 'measured')}" if stale else ""
 
