@@ -68,6 +68,11 @@ REDUCTION_MISTAKES = {
     "each layer N floats after the one before, not M * N": (
         ("partial[s * layer + i]", "partial[s * N + i]"), "should not use N there"
     ),
+    # A reduction written for the number of layers it was tried with: the size the
+    # contract gives it is named, not "a constant".
+    "four layers, whatever splits is": (
+        ("s < splits; ++s)", "s < 4; ++s)"), "uses 4 where it should use splits"
+    ),
 }  # fmt: skip
 
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
+from ..run import contract
 from .causes import cause_of
 from .localize import Finding, Repair
 
@@ -334,15 +335,18 @@ def _repair_words(confirmed, where) -> str:
     return f"{said} ({REPAIRED})"
 
 
-# The matrices' dimensions, as every contract names them (run.contract).
-_DIMENSIONS = ("M", "N", "K")
+# The sizes a kernel is given, as the contracts name them: the matrices' M, N and K, and
+# the reduction's number of layers, splits.
+_SIZES = frozenset(
+    p.name for c in contract.CONTRACTS.values() for p in c.parameters if p.types[0] == "int"
+)
 
 
 def _one_token_words(shown: str, at: str, old: str, new: str) -> str:
     """Which of the learner's tokens is wrong, where a statement differs from the step's
-    in that one: a dimension named as the dimension rule names it, anything else
-    without what it should be."""
-    if new in _DIMENSIONS:
+    in that one: a size named as the dimension rule names it, anything else without
+    what it should be."""
+    if new in _SIZES:
         return f"`{shown}` at {at} uses {old} where it should use {new}"
     if re.fullmatch(r"[A-Za-z_]\w*", old):
         return f"`{shown}` at {at} should not use {old} there"
