@@ -277,10 +277,11 @@ def spec_fingerprint(spec: KernelSpec) -> str:
 
 def fingerprint(step: registry.Step, path: str = "") -> str:
     """The version of the code a step's figure was measured with: its file's
-    fingerprint; for step 09, and for a tensor-core step where it ran step 09's FP32
-    GEMM (a row's path, paths.FP32), that of all step 09 runs (composed.fingerprint),
-    most of which is step 08's kernel at by_shape's tile shapes."""
-    fp32 = step.id == "09" or path == paths.FP32
+    fingerprint; for a reduction (step 09: the kernel of the "reduce" contract, around
+    which the GPU backend builds step 09's GEMM), and for a tensor-core step where it
+    ran that GEMM (a row's path, paths.FP32), that of all the GEMM runs
+    (composed.fingerprint), most of which is step 08's kernel at by_shape's tile shapes."""
+    fp32 = step.contract == "reduce" or path == paths.FP32
     return composed.fingerprint() if fp32 else step.fingerprint
 
 
