@@ -436,3 +436,18 @@ def test_tune_09_dry_run_lists_every_class_and_its_plans_without_a_gpu(capsys):
     assert lines[0].startswith("the plans tune 09 would time on")
     assert len(lines) == 1 + len(tune_plans.classes())
     assert all(f"{len(by_shape.CHOICES)} tile shapes" in line for line in lines[1:])
+
+
+@pytest.mark.gpu
+def test_on_a_gpu_the_gemms_built_side_by_side_are_each_keys_own():
+    # backends._gpu_kernels builds step 09's GEMMs in threads: each key must get the
+    # kernel of its own spec, on the caller's GPU, as a build one at a time gives it.
+    from autograder.run import backends, composed, gpu
+
+    specs = composed.gemm_specs(arch=gpu.device_info().arch)
+    together = backends._gpu_kernels(specs)
+    assert list(together) == list(specs)
+    for key, spec in specs.items():
+        one, alone = together[key].function, backends._gpu_kernel(spec).function
+        facts = ("num_regs", "max_threads_per_block", "shared_size_bytes")
+        assert [getattr(one, f) for f in facts] == [getattr(alone, f) for f in facts], key
