@@ -49,3 +49,28 @@ def test_bench_times_a_kernel_and_cublas():
     (row,) = rows
     assert row.gflops > 0 and row.cublas_gflops > 0 and 0 < row.pct_peak < 100
     assert "07" in bench.table(rows)
+
+
+@pytest.mark.gpu
+def test_reductions_at_new_sizes_build_no_new_kernels(tmp_path):
+    # CuPy's CUB reductions are built for each size they meet (about 2 s each on a
+    # machine with an empty cache), and the checker reduces C at every case's shape:
+    # importing the package leaves CuPy its own reductions, built once for every size.
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import os, autograder, cupy\n"
+        "for n in (1000, 1001, 4097, 1 << 20):\n"
+        "    assert not bool((cupy.ones(n) < 0).any()) and float(cupy.ones(n).max()) == 1\n"
+        f"    print(len(os.listdir({str(tmp_path)!r})))\n"
+    )
+    environment = {k: v for k, v in os.environ.items() if k != "CUPY_ACCELERATORS"}
+    environment["CUPY_CACHE_DIR"] = str(tmp_path)
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=environment, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    built = [int(n) for n in done.stdout.split()]
+    assert len(built) == 4 and built[0] == built[-1], built
