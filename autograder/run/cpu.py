@@ -21,6 +21,7 @@ import shutil
 import subprocess
 import tempfile
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -401,9 +402,12 @@ def launchers(specs: list[KernelSpec], scratch: Path) -> list:
     load the libraries; return a launch for each (see _launcher).
 
     Successive launches alternate the order in which threads run between
-    barriers, so a race changes the result from one launch to the next.
+    barriers, so a race changes the result from one launch to the next. The builds run
+    side by side, one compiler a core (workers): step 09 builds step 08's kernel at
+    every tile shape it may choose, and the compiler takes seconds for each.
     """
-    paths = [build(spec) for spec in specs]
+    with ThreadPoolExecutor(workers()) as pool:
+        paths = list(pool.map(build, specs))
     isolation.enter(scratch, readable=paths)
     return [_launcher(spec, path) for spec, path in zip(specs, paths)]
 
