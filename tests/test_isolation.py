@@ -231,3 +231,35 @@ def test_grading_on_the_cpu_refuses_to_start_where_kernels_cannot_be_confined(
     assert cli.main(argv) != 0
     assert "grading on the CPU runs a class's kernels only confined" in capsys.readouterr().err
     assert not out.exists()
+
+
+def listed_threads(monkeypatch, listings, alive: int):
+    """/proc/self/task lists `listings` in turn (the last one from then on), while
+    Python has `alive` threads."""
+    listings, listdir = iter(listings), os.listdir
+    last = []
+
+    def listed(path):
+        if path != "/proc/self/task":
+            return listdir(path)
+        last[:] = next(listings, last)
+        return list(last)
+
+    monkeypatch.setattr(isolation.os, "listdir", listed)
+    monkeypatch.setattr(isolation.threading, "active_count", lambda: alive)
+
+
+def test_confinement_counts_a_thread_python_joined_only_while_it_has_not_ended(monkeypatch):
+    """The CPU backend's builds run in threads joined just before the child confines
+    itself; the OS lists one for a moment after (longer on a busy machine), and counted
+    it would leave the kernel no directory to write in."""
+    listed_threads(monkeypatch, [["1", "2", "3"], ["1", "2"], ["1"]], alive=1)
+    assert isolation._threads() == 1
+
+
+def test_confinement_counts_a_thread_that_does_not_end(monkeypatch):
+    monkeypatch.setattr(isolation, "THREADS_END_S", 0.05)
+    listed_threads(monkeypatch, [["1", "2"]], alive=1)
+    assert isolation._threads() == 2
+    listed_threads(monkeypatch, [["1", "2"]], alive=2)  # alive in Python: no wait
+    assert isolation._threads() == 2

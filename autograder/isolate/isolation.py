@@ -57,6 +57,7 @@ import signal
 import site
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -160,6 +161,24 @@ def landlock_abi() -> int:
         return 0
 
 
+# How long confine waits for threads that Python has finished with to end.
+THREADS_END_S = 2.0
+
+
+def _threads() -> int:
+    """How many threads this process has, once those Python has finished with have
+    ended. A thread joined (the CPU backend's builds, run.cpu.launchers, at the end of
+    their pool's `with`) is still listed for a moment while the OS ends it, longer on
+    a busy machine. Counted, it would have confine refuse every write, the scratch
+    directory's too (seccomp_writes), for a thread that was about to be gone."""
+    deadline = time.monotonic() + THREADS_END_S
+    while True:
+        threads = len(os.listdir("/proc/self/task"))
+        if threads <= threading.active_count() or time.monotonic() > deadline:
+            return threads
+        time.sleep(0.001)
+
+
 def confine(scratch: Path, readable=(), limits: Limits = Limits()) -> str:
     """Confine this process for good; return a line saying how.
 
@@ -170,7 +189,7 @@ def confine(scratch: Path, readable=(), limits: Limits = Limits()) -> str:
     global _confinement
     if why := available():
         raise IsolationUnavailable(f"cannot confine this process: {why}")
-    threads = len(os.listdir("/proc/self/task"))
+    threads = _threads()
     abi = landlock_abi()
     limited = _limit(limits)
     # Landlock binds this thread and those it starts, not older ones: seccomp
