@@ -4,9 +4,12 @@ Each submission `grade` runs starts three processes with a CUDA context of their
 run, compute-sanitizer's memcheck run and its racecheck run). This starts N loops side by
 side, spread over the first G GPUs, each starting one such process after another for a
 while: it imports CuPy, starts its context, runs one small kernel and exits, plain or under
-a compute-sanitizer tool. It prints how many finished a second on the whole host.
+a compute-sanitizer tool; or, to tell the driver's part from the rest, it only starts a
+context through the driver and allocates once (`context`). It prints how many finished a
+second on the whole host. The processes inherit the environment, so
+CUDA_DEVICE_MAX_CONNECTIONS set before it reaches each (autograder.isolate.isolation).
 
-    python tests/host_contexts.py plain|memcheck|racecheck GPUS SECONDS N [N ...]
+    python tests/host_contexts.py plain|context|memcheck|racecheck GPUS SECONDS N [N ...]
 
 (README, "A second GPU in the same host".)
 """
@@ -22,6 +25,14 @@ import sys
 import time
 
 SMALL_KERNEL = "import cupy; x = cupy.ones(1 << 20, cupy.float32); (x * 2).sum().item()"
+CONTEXT_ONLY = """import ctypes
+cuda = ctypes.CDLL("libcuda.so.1")
+context, memory = ctypes.c_void_p(), ctypes.c_uint64()
+assert cuda.cuInit(0) == 0
+assert cuda.cuDevicePrimaryCtxRetain(ctypes.byref(context), 0) == 0
+assert cuda.cuCtxSetCurrent(context) == 0
+assert cuda.cuMemAlloc_v2(ctypes.byref(memory), 1 << 20) == 0
+"""
 
 
 def _loop(command: list[str], gpu: int, until: float, results) -> None:
@@ -55,18 +66,19 @@ def main() -> None:
     from autograder.judge import sanitizer
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("tool", choices=["plain", "memcheck", "racecheck"])
+    parser.add_argument("tool", choices=["plain", "context", "memcheck", "racecheck"])
     parser.add_argument("gpus", type=int)
     parser.add_argument("seconds", type=float)
     parser.add_argument("loops", type=int, nargs="+")
     args = parser.parse_args()
-    command = [sys.executable, "-c", SMALL_KERNEL]
-    if args.tool != "plain":
+    command = [sys.executable, "-c", CONTEXT_ONLY if args.tool == "context" else SMALL_KERNEL]
+    if args.tool not in ("plain", "context"):
         command = [sanitizer.find(), f"--tool={args.tool}", *command]
     for loops in args.loops:
         per_second, each = rate(command, args.gpus, args.seconds, loops)
         print(
-            f"{args.tool}, {loops} side by side on {args.gpus} GPU(s): "
+            f"{args.tool}, {os.environ.get('CUDA_DEVICE_MAX_CONNECTIONS', 'default')} "
+            f"connections, {loops} side by side on {args.gpus} GPU(s): "
             f"{per_second:.2f} a second, {each:.2f} s each (median)",
             flush=True,
         )

@@ -233,6 +233,28 @@ def test_grading_on_the_cpu_refuses_to_start_where_kernels_cannot_be_confined(
     assert not out.exists()
 
 
+def report_connections(conn):
+    conn.send(os.environ.get(isolation.CONNECTIONS))
+
+
+@pytest.mark.parametrize("set_by_caller, expected", [(None, "1"), ("4", "4")])
+def test_a_child_opens_one_cuda_work_queue_unless_the_caller_chose(
+    monkeypatch, set_by_caller, expected
+):
+    """A context's work queues are set up under a lock the whole host shares (see
+    isolation.CONNECTIONS): a grader's child needs one; an instructor's setting stands."""
+    from autograder.isolate.child import Child
+
+    if set_by_caller is None:
+        monkeypatch.delenv(isolation.CONNECTIONS, raising=False)
+    else:
+        monkeypatch.setenv(isolation.CONNECTIONS, set_by_caller)
+    with Child(report_connections) as child:
+        assert child.receive(60, "reporting its environment") == expected
+    assert os.environ.get(isolation.CONNECTIONS) == set_by_caller  # the parent's own is kept
+    assert isolation.child_variables()[isolation.CONNECTIONS] == expected  # sanitizer's runs
+
+
 def listed_threads(monkeypatch, listings, alive: int):
     """/proc/self/task lists `listings` in turn (the last one from then on), while
     Python has `alive` threads."""

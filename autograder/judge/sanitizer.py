@@ -121,7 +121,7 @@ def _start(tool: str, spec: KernelSpec, shape: Shape, work: Path, executable: st
         stdout=subprocess.DEVNULL,  # the kernel's printf: the cases have shown it
         stderr=subprocess.DEVNULL,
         cwd=work,
-        env={**cuda_tools.environment(), **isolation.SINGLE_THREADED},
+        env={**cuda_tools.environment(), **isolation.child_variables()},
     )
 
 
