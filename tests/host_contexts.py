@@ -63,6 +63,7 @@ def rate(command: list[str], gpus: int, seconds: float, loops: int) -> tuple[flo
 
 
 def main() -> None:
+    from autograder.isolate.isolation import CONNECTIONS
     from autograder.judge import sanitizer
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -77,7 +78,7 @@ def main() -> None:
     for loops in args.loops:
         per_second, each = rate(command, args.gpus, args.seconds, loops)
         print(
-            f"{args.tool}, {os.environ.get('CUDA_DEVICE_MAX_CONNECTIONS', 'default')} "
+            f"{args.tool}, {os.environ.get(CONNECTIONS, 'default')} "
             f"connections, {loops} side by side on {args.gpus} GPU(s): "
             f"{per_second:.2f} a second, {each:.2f} s each (median)",
             flush=True,
